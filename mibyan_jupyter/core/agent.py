@@ -1,0 +1,316 @@
+"""``Agent``: the stateful wrapper around the loop (pi's ``Agent``).
+
+It owns the transcript, the tools, the model and the two queues, fans events out to
+subscribers (the view, the store), and turns ``abort()`` into the loop's signal.
+
+* ``steer(message)`` queues a message that is injected after the current tool batch
+  (the model sees it at its next call); ``follow_up(message)`` queues one that runs only
+  when the agent would otherwise stop. Each queue drains ``one-at-a-time`` (default) or
+  ``all`` at once. Queued messages survive an abort: they wait for the next run.
+* ``prompt()`` while a run is active raises :class:`AgentBusyError`: a second concurrent
+  run would interleave two transcripts. Queue instead, or ``await wait_for_idle()``.
+* A subscriber that raises is logged and skipped; it cannot break the run.
+
+The Hermes facade (``chat`` / ``run_conversation``) lives in :mod:`.conversation`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections import deque
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeAlias
+
+from .approval import ApprovalGate
+from .budget import BudgetLimits
+from .config import AgentContext, LoopConfig, ToolExecutionMode
+from .events import (
+    AgentEnd,
+    AgentEvent,
+    MessageEnd,
+    MessageStart,
+    MessageUpdate,
+    ToolExecutionEnd,
+    ToolExecutionStart,
+)
+from .messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
+from .signal import AbortSignal
+from .stream import StreamFn, ThinkingLevel
+from .tools import Tool, ToolRegistry
+from .transcript import validate_transcript
+
+QueueMode: TypeAlias = Literal["one-at-a-time", "all"]
+Listener: TypeAlias = Callable[[AgentEvent], Awaitable[None] | None]
+
+_log = logging.getLogger(__name__)
+
+
+class AgentBusyError(RuntimeError):
+    """``prompt()`` or ``continue_()`` was called while a run is active."""
+
+
+@dataclass
+class AgentState:
+    """What a UI needs to draw the agent at any moment."""
+
+    system_prompt: str = ""
+    model: str = "demo"
+    thinking_level: ThinkingLevel = "off"
+    tools: ToolRegistry = field(default_factory=ToolRegistry)
+    messages: list[Message] = field(default_factory=list)
+    is_running: bool = False
+    streaming_message: AssistantMessage | None = None
+    pending_tool_calls: set[str] = field(default_factory=set)
+    error: str | None = None
+    last_end_reason: str | None = None
+
+
+def _as_user(message: str | Message) -> Message:
+    return UserMessage(content=message) if isinstance(message, str) else message
+
+
+class _Queue:
+    __slots__ = ("items", "mode")
+
+    def __init__(self, mode: QueueMode) -> None:
+        self.items: deque[Message] = deque()
+        self.mode: QueueMode = mode
+
+    def drain(self) -> list[Message]:
+        if not self.items:
+            return []
+        if self.mode == "one-at-a-time":
+            return [self.items.popleft()]
+        drained = list(self.items)
+        self.items.clear()
+        return drained
+
+
+class Agent:
+    """A conversation with a model and tools. Construct it with a ``stream_fn`` (a provider,
+    or a fake model) and a ``model`` name the stream function understands."""
+
+    def __init__(
+        self,
+        *,
+        stream_fn: StreamFn,
+        model: str = "demo",
+        system_prompt: str = "",
+        tools: Sequence[Tool] = (),
+        messages: Sequence[Message] = (),
+        thinking_level: ThinkingLevel = "off",
+        tool_execution: ToolExecutionMode = "parallel",
+        steering_mode: QueueMode = "one-at-a-time",
+        follow_up_mode: QueueMode = "one-at-a-time",
+        approval: ApprovalGate | None = None,
+        budget: BudgetLimits | None = None,
+        loop_options: dict[str, Any] | None = None,
+    ) -> None:
+        validate_transcript(messages)
+        self.stream_fn = stream_fn
+        self.state = AgentState(
+            system_prompt=system_prompt,
+            model=model,
+            thinking_level=thinking_level,
+            tools=ToolRegistry(tools),
+            messages=list(messages),
+        )
+        self.tool_execution: ToolExecutionMode = tool_execution
+        self.approval = approval
+        self.budget = budget if budget is not None else BudgetLimits()
+        self.loop_options: dict[str, Any] = dict(loop_options or {})
+        """Extra :class:`LoopConfig` fields (hooks, ``max_tokens``, ``tool_timeout``...)."""
+        self._steering = _Queue(steering_mode)
+        self._follow_up = _Queue(follow_up_mode)
+        self._listeners: list[Listener] = []
+        self._signal: AbortSignal | None = None
+        self._idle: asyncio.Future[None] | None = None
+
+    # -- subscription -----------------------------------------------------------------
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        """Call ``listener`` (sync or async) with every event; returns an unsubscribe."""
+        self._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+        return unsubscribe
+
+    async def _dispatch(self, event: AgentEvent) -> None:
+        self._track(event)
+        for listener in tuple(self._listeners):
+            try:
+                result = listener(event)
+                if inspect.isawaitable(result):
+                    await result
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                _log.exception("an agent event listener failed on %s", event.type)
+
+    def _track(self, event: AgentEvent) -> None:
+        state = self.state
+        if isinstance(event, MessageStart | MessageUpdate) and isinstance(
+            event.message, AssistantMessage
+        ):
+            state.streaming_message = event.message
+        elif isinstance(event, MessageEnd):
+            state.streaming_message = None
+            state.messages.append(event.message)
+            if isinstance(event.message, AssistantMessage) and event.message.error_message:
+                state.error = event.message.error_message
+        elif isinstance(event, ToolExecutionStart):
+            state.pending_tool_calls.add(event.call_id)
+        elif isinstance(event, ToolExecutionEnd):
+            state.pending_tool_calls.discard(event.call_id)
+        elif isinstance(event, AgentEnd):
+            state.last_end_reason = event.reason
+
+    # -- queues -----------------------------------------------------------------------
+
+    @property
+    def steering_mode(self) -> QueueMode:
+        return self._steering.mode
+
+    @steering_mode.setter
+    def steering_mode(self, mode: QueueMode) -> None:
+        self._steering.mode = mode
+
+    @property
+    def follow_up_mode(self) -> QueueMode:
+        return self._follow_up.mode
+
+    @follow_up_mode.setter
+    def follow_up_mode(self, mode: QueueMode) -> None:
+        self._follow_up.mode = mode
+
+    def steer(self, message: str | Message) -> None:
+        """Queue a message for the model's next call (after the current tool batch)."""
+        self._steering.items.append(_as_user(message))
+
+    def follow_up(self, message: str | Message) -> None:
+        """Queue a message to run when the agent would otherwise stop."""
+        self._follow_up.items.append(_as_user(message))
+
+    @property
+    def queued(self) -> tuple[tuple[Message, ...], tuple[Message, ...]]:
+        """(steering, follow-up) messages waiting."""
+        return tuple(self._steering.items), tuple(self._follow_up.items)
+
+    def clear_queues(self) -> None:
+        self._steering.items.clear()
+        self._follow_up.items.clear()
+
+    # -- runs -------------------------------------------------------------------------
+
+    def abort(self, reason: str = "aborted by the user") -> None:
+        """Stop the active run (thread-safe); a no-op when idle."""
+        if self._signal is not None:
+            self._signal.abort(reason)
+
+    async def wait_for_idle(self) -> None:
+        if self._idle is not None:
+            await asyncio.shield(self._idle)
+
+    async def prompt(self, message: str | Message | Sequence[Message]) -> list[Message]:
+        """Run the loop with a new prompt; returns the messages the run added."""
+        if isinstance(message, str | SystemMessage | UserMessage | AssistantMessage | ToolMessage):
+            prompts = [_as_user(message)]
+        else:
+            prompts = [_as_user(m) for m in message]
+        return await self._run(prompts)
+
+    async def continue_(self) -> list[Message]:
+        """Continue from the transcript (after a tool result, or an error, or with queued
+        messages after an assistant reply). Raises ``ValueError`` if there is nothing."""
+        return await self._run(None)
+
+    def _config(self) -> LoopConfig:
+        return LoopConfig(
+            model=self.state.model,
+            thinking_level=self.state.thinking_level,
+            tool_execution=self.tool_execution,
+            get_steering_messages=self._steering.drain,
+            get_follow_up_messages=self._follow_up.drain,
+            approval=self.approval,
+            budget=self.budget,
+            **self.loop_options,
+        )
+
+    async def _run(self, prompts: list[Message] | None) -> list[Message]:
+        from .loop import run_agent_loop, run_agent_loop_continue
+
+        if self.state.is_running:
+            raise AgentBusyError(
+                "the agent is already running: queue the message with steer() or follow_up(), "
+                "or await wait_for_idle() first"
+            )
+        state = self.state
+        context = AgentContext(state.system_prompt, state.messages, state.tools)
+        config = self._config()
+        self._signal = AbortSignal()
+        self._idle = asyncio.get_running_loop().create_future()
+        state.is_running = True
+        state.error = None
+        try:
+            if prompts is None:
+                return await run_agent_loop_continue(
+                    context, config, self._signal, self.stream_fn, self._dispatch
+                )
+            return await run_agent_loop(
+                prompts, context, config, self._signal, self.stream_fn, self._dispatch
+            )
+        finally:
+            state.is_running = False
+            state.streaming_message = None
+            state.pending_tool_calls.clear()
+            self._signal = None
+            if not self._idle.done():
+                self._idle.set_result(None)
+            self._idle = None
+
+    # -- the Hermes facade (see .conversation) ------------------------------------------
+
+    async def achat(self, message: str) -> str:
+        """Send ``message``; returns the final answer's text."""
+        from .conversation import achat
+
+        return await achat(self, message)
+
+    def chat(self, message: str) -> str:
+        """Sync :meth:`achat`, usable from a script or from inside a running loop."""
+        from .conversation import run_sync
+
+        return run_sync(self.achat(message))
+
+    async def arun_conversation(
+        self,
+        user_message: str,
+        system_message: str | None = None,
+        conversation_history: Sequence[Message | dict[str, Any]] | None = None,
+        task_id: str | None = None,
+    ) -> dict[str, Any]:
+        from .conversation import arun_conversation
+
+        return await arun_conversation(
+            self, user_message, system_message, conversation_history, task_id
+        )
+
+    def run_conversation(
+        self,
+        user_message: str,
+        system_message: str | None = None,
+        conversation_history: Sequence[Message | dict[str, Any]] | None = None,
+        task_id: str | None = None,
+    ) -> dict[str, Any]:
+        """Hermes' ``run_conversation`` -> ``{"messages", "metadata", "usage"}`` (sync)."""
+        from .conversation import run_sync
+
+        return run_sync(
+            self.arun_conversation(user_message, system_message, conversation_history, task_id)
+        )

@@ -1,0 +1,257 @@
+"""Approval of tool calls: a pure policy, an async approver, and the gate that joins them.
+
+The policy answers allow / deny / ask from rules (tool-name and argument globs) and from
+remembered decisions; only "ask" reaches the :class:`Approver` (the widget's buttons, a
+headless policy, a test). Decisions carry a scope, as in Hermes: ``once`` (this call),
+``session`` (this tool, until the agent is gone) and ``always`` (this tool, persisted by
+whoever listens to ``on_always``). An approver that does not answer within ``timeout``
+counts as a denial. A denial reaches the model as an error result that carries the
+reason and tells it not to retry the same call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, TypeAlias
+
+from .events import ApprovalRequested, ApprovalResolved
+from .signal import AbortSignal
+
+Action: TypeAlias = Literal["allow", "deny", "ask"]
+Scope: TypeAlias = Literal["once", "session", "always"]
+
+
+@dataclass(frozen=True, slots=True)
+class Approved:
+    """Run the call, with ``override_args`` instead of the model's if given."""
+
+    override_args: Mapping[str, Any] | None = None
+    scope: Scope = "once"
+
+
+@dataclass(frozen=True, slots=True)
+class Denied:
+    reason: str | None = None
+    scope: Scope = "once"
+
+
+Decision: TypeAlias = Approved | Denied
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRequest:
+    call_id: str
+    tool_name: str
+    args: Mapping[str, Any]
+    reason: str
+    """Why the policy asks (the rule's reason, or "side-effecting tool")."""
+
+
+class Approver(Protocol):
+    def __call__(self, request: ApprovalRequest, signal: AbortSignal) -> Awaitable[Decision]: ...
+
+
+class AutoApprove:
+    """Approves everything (for trusted tools, scripts and tests)."""
+
+    async def __call__(self, request: ApprovalRequest, signal: AbortSignal) -> Decision:
+        return Approved()
+
+
+@dataclass(frozen=True)
+class DenyAll:
+    """Denies everything that needs asking, with a reason the model will see."""
+
+    reason: str = "no one is available to approve this call"
+
+    async def __call__(self, request: ApprovalRequest, signal: AbortSignal) -> Decision:
+        return Denied(self.reason)
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRule:
+    """``tool`` and each ``args`` value are shell-style globs (``run_*``, ``*rm -rf*``);
+    an argument glob matches the argument's string form."""
+
+    tool: str
+    action: Action
+    args: Mapping[str, str] = field(default_factory=dict)
+    reason: str = ""
+
+    def matches(self, tool_name: str, args: Mapping[str, Any]) -> bool:
+        if not fnmatch.fnmatchcase(tool_name, self.tool):
+            return False
+        return all(
+            key in args and fnmatch.fnmatchcase(str(args[key]), pattern)
+            for key, pattern in self.args.items()
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyDecision:
+    action: Action
+    reason: str
+    source: Literal["rule", "session", "always", "default"]
+
+
+@dataclass
+class ApprovalPolicy:
+    """Pure decisions. Order: deny rules, remembered decisions (always, then session),
+    other rules (first match), then the default by the tool's side-effect hint."""
+
+    rules: list[ApprovalRule] = field(default_factory=list)
+    side_effects_default: Action = "ask"
+    read_only_default: Action = "allow"
+    always: dict[str, bool] = field(default_factory=dict)
+    session: dict[str, bool] = field(default_factory=dict)
+    on_always: Callable[[str, bool], None] | None = None
+    """Called when an "always" decision is made, so a store can persist it."""
+
+    def decide(
+        self, tool_name: str, args: Mapping[str, Any], *, side_effects: bool
+    ) -> PolicyDecision:
+        for rule in self.rules:
+            if rule.action == "deny" and rule.matches(tool_name, args):
+                return PolicyDecision("deny", rule.reason or f"a rule denies {rule.tool}", "rule")
+        for source, remembered in (("always", self.always), ("session", self.session)):
+            if tool_name in remembered:
+                approved = remembered[tool_name]
+                verb = "approved" if approved else "denied"
+                scope_text = "always" if source == "always" else "for this session"
+                return PolicyDecision(
+                    "allow" if approved else "deny",
+                    f"the user {verb} {tool_name} {scope_text}",
+                    source,  # type: ignore[arg-type]
+                )
+        for rule in self.rules:
+            if rule.matches(tool_name, args):
+                return PolicyDecision(rule.action, rule.reason or f"rule for {rule.tool}", "rule")
+        if side_effects:
+            return PolicyDecision(self.side_effects_default, "the tool has side effects", "default")
+        return PolicyDecision(self.read_only_default, "the tool is read-only", "default")
+
+    def remember(self, tool_name: str, approved: bool, scope: Scope) -> None:
+        if scope == "session":
+            self.session[tool_name] = approved
+        elif scope == "always":
+            self.always[tool_name] = approved
+            if self.on_always is not None:
+                self.on_always(tool_name, approved)
+
+    def reset(self) -> None:
+        """Forget remembered decisions (rules stay)."""
+        self.session.clear()
+        self.always.clear()
+
+
+class PolicyOnly:
+    """No one to ask: "ask" becomes a denial, with the reason recorded (headless runs)."""
+
+    async def __call__(self, request: ApprovalRequest, signal: AbortSignal) -> Decision:
+        return Denied(
+            f"{request.tool_name} needs approval ({request.reason}) and no one can be asked"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class GateOutcome:
+    approved: bool
+    args: Mapping[str, Any] | None
+    reason: str | None
+
+
+EmitFn: TypeAlias = Callable[[ApprovalRequested | ApprovalResolved], Awaitable[None]]
+
+
+@dataclass
+class ApprovalGate:
+    """The before-tool-call step the loop runs after argument validation."""
+
+    policy: ApprovalPolicy = field(default_factory=ApprovalPolicy)
+    approver: Approver = field(default_factory=PolicyOnly)
+    timeout: float | None = None
+
+    async def check(
+        self,
+        call_id: str,
+        tool_name: str,
+        args: Mapping[str, Any],
+        *,
+        side_effects: bool,
+        emit: EmitFn,
+        signal: AbortSignal,
+    ) -> GateOutcome:
+        decision = self.policy.decide(tool_name, args, side_effects=side_effects)
+        if decision.action == "allow":
+            if decision.source != "default":
+                await emit(
+                    ApprovalResolved(
+                        call_id=call_id,
+                        name=tool_name,
+                        approved=True,
+                        decided_by="policy",
+                        reason=decision.reason,
+                    )
+                )
+            return GateOutcome(True, None, None)
+        if decision.action == "deny":
+            await emit(
+                ApprovalResolved(
+                    call_id=call_id,
+                    name=tool_name,
+                    approved=False,
+                    decided_by="policy",
+                    reason=decision.reason,
+                )
+            )
+            return GateOutcome(False, None, decision.reason)
+        await emit(
+            ApprovalRequested(
+                call_id=call_id, name=tool_name, args=dict(args), reason=decision.reason
+            )
+        )
+        request = ApprovalRequest(call_id, tool_name, args, decision.reason)
+        try:
+            answer = await asyncio.wait_for(self.approver(request, signal), self.timeout)
+        except asyncio.TimeoutError:
+            reason = f"no answer within {self.timeout:g} s"
+            await emit(
+                ApprovalResolved(
+                    call_id=call_id,
+                    name=tool_name,
+                    approved=False,
+                    decided_by="timeout",
+                    reason=reason,
+                )
+            )
+            return GateOutcome(False, None, reason)
+        except asyncio.CancelledError:
+            await emit(
+                ApprovalResolved(
+                    call_id=call_id,
+                    name=tool_name,
+                    approved=False,
+                    decided_by="abort",
+                    reason="the run was stopped",
+                )
+            )
+            raise
+        self.policy.remember(tool_name, isinstance(answer, Approved), answer.scope)
+        if isinstance(answer, Approved):
+            await emit(
+                ApprovalResolved(call_id=call_id, name=tool_name, approved=True, scope=answer.scope)
+            )
+            return GateOutcome(True, answer.override_args, None)
+        await emit(
+            ApprovalResolved(
+                call_id=call_id,
+                name=tool_name,
+                approved=False,
+                scope=answer.scope,
+                reason=answer.reason,
+            )
+        )
+        return GateOutcome(False, None, answer.reason or "the user denied it")

@@ -1,0 +1,134 @@
+"""Budgets: how many model calls, tokens and dollars a run may spend.
+
+The loop checks them before each request and after each response. When one runs out the
+loop does not just stop: it makes exactly one final call without tools, with an explicit
+``max_tokens``, asking the model to sum up, so the user always gets an answer (Hermes'
+max-iterations behaviour). Defaults follow Hermes: 500 model calls for a top-level agent,
+50 for a delegated child.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from .events import BudgetStatus, BudgetUpdated
+from .messages import Usage
+
+DEFAULT_MAX_TURNS = 500
+CHILD_MAX_TURNS = 50
+
+_log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetLimits:
+    """``None`` means unlimited. ``max_turns`` counts model calls (Hermes' iterations)."""
+
+    max_turns: int | None = DEFAULT_MAX_TURNS
+    max_input_tokens: int | None = None
+    max_output_tokens: int | None = None
+    max_total_tokens: int | None = None
+    max_cost: float | None = None
+
+    def __post_init__(self) -> None:
+        for name in (
+            "max_turns",
+            "max_input_tokens",
+            "max_output_tokens",
+            "max_total_tokens",
+            "max_cost",
+        ):
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                raise ValueError(f"{name} must be positive or None (unlimited), got {value!r}")
+
+    @classmethod
+    def for_child(cls) -> BudgetLimits:
+        """The smaller default of a delegated child agent."""
+        return cls(max_turns=CHILD_MAX_TURNS)
+
+
+class BudgetTracker:
+    """Running totals against :class:`BudgetLimits`."""
+
+    __slots__ = (
+        "_warned",
+        "cost",
+        "cost_unknown",
+        "input_tokens",
+        "limits",
+        "output_tokens",
+        "turns",
+    )
+
+    def __init__(self, limits: BudgetLimits) -> None:
+        self.limits = limits
+        self.turns = 0
+        self.input_tokens = 0
+        self.output_tokens = 0
+        self.cost = 0.0
+        self.cost_unknown = 0
+        self._warned = False
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def record(self, usage: Usage) -> None:
+        """Count one model call and what it used."""
+        self.turns += 1
+        self.input_tokens += usage.input + usage.cache_read + usage.cache_write
+        self.output_tokens += usage.output
+        if usage.cost is None:
+            self.cost_unknown += 1
+            if (
+                self.limits.max_cost is not None
+                and not self._warned
+                and (usage.input or usage.output)
+            ):
+                self._warned = True
+                _log.warning(
+                    "a cost budget is set but the price of this model is unknown: "
+                    "its calls are not counted against the budget"
+                )
+        else:
+            self.cost += usage.cost
+
+    def exhausted(self) -> str | None:
+        """The first budget that is used up, or ``None``."""
+        limits = self.limits
+        checks: tuple[tuple[str, float, float | None], ...] = (
+            ("turns", self.turns, limits.max_turns),
+            ("input_tokens", self.input_tokens, limits.max_input_tokens),
+            ("output_tokens", self.output_tokens, limits.max_output_tokens),
+            ("total_tokens", self.total_tokens, limits.max_total_tokens),
+            ("cost", self.cost, limits.max_cost),
+        )
+        for name, used, limit in checks:
+            if limit is not None and used >= limit:
+                return name
+        return None
+
+    def describe(self, name: str) -> str:
+        status = {s.name: s for s in self.snapshot().budgets}[name]  # type: ignore[index]
+        used = f"{status.used:.4f}" if name == "cost" else f"{int(status.used)}"
+        return f"{name.replace('_', ' ')} {used} of {status.limit:g}" if status.limit else name
+
+    def snapshot(self) -> BudgetUpdated:
+        limits = self.limits
+        return BudgetUpdated(
+            budgets=(
+                BudgetStatus(name="turns", used=self.turns, limit=limits.max_turns),
+                BudgetStatus(
+                    name="input_tokens", used=self.input_tokens, limit=limits.max_input_tokens
+                ),
+                BudgetStatus(
+                    name="output_tokens", used=self.output_tokens, limit=limits.max_output_tokens
+                ),
+                BudgetStatus(
+                    name="total_tokens", used=self.total_tokens, limit=limits.max_total_tokens
+                ),
+                BudgetStatus(name="cost", used=self.cost, limit=limits.max_cost),
+            )
+        )

@@ -1,0 +1,410 @@
+"""Running the tool calls of one assistant message: prepare, execute, finalize.
+
+Preparation is always one call at a time (lookup, ``prepare_arguments``, JSON and schema
+validation, ``before_tool_call``, approval); a call rejected there gets its error result at
+once and keeps its place. Then, in ``parallel`` mode, the allowed calls run concurrently
+(async tools awaited, sync tools in a bounded thread pool) and their ToolExecutionEnd
+events arrive in completion order, while the result messages follow in call order. A tool
+flagged ``sequential`` makes its whole batch sequential.
+
+Every call of the batch gets exactly one result, also when the batch is aborted: calls
+that had not finished get "cancelled by the user" (a sync tool's thread cannot be killed;
+it sees ``signal.aborted`` and its late result is dropped).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import inspect
+from collections.abc import Awaitable, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel
+
+from .config import AfterToolCall, BeforeToolCall, Block, LoopConfig
+from .events import (
+    AgentEvent,
+    ApprovalRequested,
+    ApprovalResolved,
+    MessageEnd,
+    MessageStart,
+    ToolExecutionEnd,
+    ToolExecutionStart,
+    ToolExecutionUpdate,
+)
+from .messages import AssistantMessage, Message, ToolCall, ToolMessage
+from .signal import AbortSignal
+from .tools import Tool, ToolArgumentsError, ToolRegistry, ToolResult, parse_arguments
+
+Emit = Callable[[AgentEvent], Awaitable[None]]
+
+CANCELLED = "Tool call cancelled by the user before it finished; its outcome is unknown."
+
+
+def truncated_call_error(name: str) -> str:
+    return (
+        f"Tool call {name!r} was not executed: the response hit the output token limit, so "
+        "its arguments may be truncated. Re-issue the tool call with complete arguments."
+    )
+
+
+@dataclass(slots=True)
+class _Prepared:
+    call: ToolCall
+    tool: Tool
+    args: Any
+
+
+@dataclass(slots=True)
+class _Outcome:
+    call: ToolCall
+    result: ToolResult
+
+
+def _error(text: str) -> ToolResult:
+    return ToolResult(content=text, is_error=True)
+
+
+def _display_args(call: ToolCall) -> Any:
+    try:
+        return parse_arguments(call.function.arguments)
+    except ToolArgumentsError:
+        return call.function.arguments
+
+
+def _args_dict(args: Any) -> dict[str, Any]:
+    if isinstance(args, BaseModel):
+        return args.model_dump(mode="json")
+    return dict(args) if isinstance(args, dict) else {}
+
+
+class ToolBatch:
+    """Executes one assistant message's tool calls; ``run()`` returns results in call order."""
+
+    def __init__(
+        self,
+        message: AssistantMessage,
+        tools: ToolRegistry,
+        config: LoopConfig,
+        signal: AbortSignal,
+        emit: Emit,
+        transcript: Sequence[Message],
+        pool: Callable[[], ThreadPoolExecutor],
+    ) -> None:
+        self._message = message
+        self._tools = tools
+        self._config = config
+        self._signal = signal
+        self._emit = emit
+        self._transcript = transcript
+        self._pool = pool
+        self._started: set[str] = set()
+        self.cancelled_externally = False
+
+    @property
+    def sequential(self) -> bool:
+        if self._config.tool_execution == "sequential":
+            return True
+        return any(
+            (tool := self._tools.get(call.function.name)) is not None and tool.sequential
+            for call in self._message.tool_calls
+        )
+
+    async def fail_truncated(self) -> list[ToolMessage]:
+        """A ``length`` stop: no call runs; each gets an error asking to re-issue it."""
+        results = []
+        for call in self._message.tool_calls:
+            await self._emit(
+                ToolExecutionStart(
+                    call_id=call.id, name=call.function.name, args=_display_args(call)
+                )
+            )
+            results.append(
+                await self._finish(_Outcome(call, _error(truncated_call_error(call.function.name))))
+            )
+        return [await self._emit_result(r) for r in results]
+
+    async def run(self) -> list[ToolMessage]:
+        """Interruptible: an abort cancels what runs and every call still gets a result."""
+        self._signal._enter()
+        try:
+            if self.sequential:
+                return await self._run_sequential()
+            return await self._run_parallel()
+        finally:
+            self._signal._leave()
+
+    # -- sequential -------------------------------------------------------------------
+
+    async def _run_sequential(self) -> list[ToolMessage]:
+        messages: list[ToolMessage] = []
+        for call in self._message.tool_calls:
+            started = False
+            try:
+                if self._signal.aborted:
+                    outcome = _Outcome(call, _error(CANCELLED))
+                else:
+                    await self._start(call)
+                    started = True
+                    prepared = await self._prepare(call)
+                    outcome = (
+                        prepared
+                        if isinstance(prepared, _Outcome)
+                        else await self._execute(prepared)
+                    )
+            except asyncio.CancelledError:
+                self._note_cancel()
+                outcome = _Outcome(call, _error(CANCELLED))
+            if not started:
+                await self._start(call)
+            messages.append(await self._emit_result(await self._finish(outcome)))
+        return messages
+
+    # -- parallel ---------------------------------------------------------------------
+
+    async def _run_parallel(self) -> list[ToolMessage]:
+        calls = self._message.tool_calls
+        slots: list[ToolMessage | asyncio.Task[ToolMessage] | None] = [None] * len(calls)
+        try:
+            for index, call in enumerate(calls):
+                await self._start(call)
+                if self._signal.aborted:
+                    slots[index] = await self._finish(_Outcome(call, _error(CANCELLED)))
+                    continue
+                prepared = await self._prepare(call)
+                if isinstance(prepared, _Outcome):
+                    slots[index] = await self._finish(prepared)
+                else:
+                    slots[index] = asyncio.ensure_future(self._execute_and_finish(prepared))
+            tasks = [slot for slot in slots if isinstance(slot, asyncio.Task)]
+            if tasks:
+                await asyncio.gather(*tasks)
+        except asyncio.CancelledError:
+            self._note_cancel()
+            await self._cancel_remaining(calls, slots)
+        results = [slot.result() if isinstance(slot, asyncio.Task) else slot for slot in slots]
+        messages = [r for r in results if r is not None]
+        return [await self._emit_result(m) for m in messages]
+
+    async def _cancel_remaining(
+        self, calls: Sequence[ToolCall], slots: list[ToolMessage | asyncio.Task[ToolMessage] | None]
+    ) -> None:
+        tasks = [slot for slot in slots if isinstance(slot, asyncio.Task)]
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+        for index, call in enumerate(calls):
+            slot = slots[index]
+            if isinstance(slot, asyncio.Task) and slot.cancelled():  # cancelled before it ran
+                slots[index] = await self._finish(_Outcome(call, _error(CANCELLED)))
+            elif slot is None:
+                if call.id not in self._started:
+                    await self._start(call)
+                slots[index] = await self._finish(_Outcome(call, _error(CANCELLED)))
+
+    async def _execute_and_finish(self, prepared: _Prepared) -> ToolMessage:
+        try:
+            outcome = await self._execute(prepared)
+        except asyncio.CancelledError:
+            outcome = _Outcome(prepared.call, _error(CANCELLED))
+        return await self._finish(outcome)
+
+    # -- steps ------------------------------------------------------------------------
+
+    async def _start(self, call: ToolCall) -> None:
+        self._started.add(call.id)
+        await self._emit(
+            ToolExecutionStart(call_id=call.id, name=call.function.name, args=_display_args(call))
+        )
+
+    async def _prepare(self, call: ToolCall) -> _Prepared | _Outcome:
+        name = call.function.name
+        tool = self._tools.get(name)
+        if tool is None:
+            available = ", ".join(self._tools) or "none"
+            return _Outcome(call, _error(f"Tool {name!r} not found. Available tools: {available}."))
+        received = call.function.arguments
+        try:
+            raw = parse_arguments(received)
+            if tool.prepare_arguments is not None:
+                raw = tool.prepare_arguments(raw)
+            args = tool.validate(raw)
+        except ToolArgumentsError as error:
+            return _Outcome(
+                call,
+                _error(f"Invalid arguments for {name}: {error}. Received: {received or '(empty)'}"),
+            )
+        except Exception as error:
+            return _Outcome(
+                call,
+                _error(
+                    f"Preparing the arguments of {name} failed: {type(error).__name__}: {error}"
+                ),
+            )
+        try:
+            hook = self._config.before_tool_call
+            if hook is not None:
+                verdict = await _maybe_await(
+                    hook(
+                        BeforeToolCall(self._message, call, tool, args, self._transcript),
+                        self._signal,
+                    )
+                )
+                if isinstance(verdict, Block):
+                    return _Outcome(call, _error(verdict.reason))
+            gate = self._config.approval
+            if gate is not None:
+                outcome = await gate.check(
+                    call.id,
+                    name,
+                    _args_dict(args),
+                    side_effects=tool.side_effects,
+                    emit=self._emit_approval,
+                    signal=self._signal,
+                )
+                if not outcome.approved:
+                    reason = outcome.reason or "the user denied it"
+                    return _Outcome(
+                        call,
+                        _error(
+                            f"The call to {name} was denied: {reason}. Do not retry the same call; "
+                            "ask the user or try a different approach."
+                        ),
+                    )
+                if outcome.args is not None:
+                    args = tool.validate(dict(outcome.args))
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:
+            return _Outcome(
+                call, _error(f"before_tool_call failed: {type(error).__name__}: {error}")
+            )
+        if self._signal.aborted:
+            return _Outcome(call, _error(CANCELLED))
+        return _Prepared(call, tool, args)
+
+    async def _emit_approval(self, event: ApprovalRequested | ApprovalResolved) -> None:
+        await self._emit(event)
+
+    async def _execute(self, prepared: _Prepared) -> _Outcome:
+        call, tool = prepared.call, prepared.tool
+        loop = asyncio.get_running_loop()
+        accepting = True
+        updates: list[asyncio.Future[None]] = []
+
+        def emit_update(event: ToolExecutionUpdate) -> None:
+            updates.append(asyncio.ensure_future(self._emit(event)))
+
+        def on_update(partial: ToolResult) -> None:
+            # May be called from a worker thread: hop to the loop, keep the order.
+            if accepting:
+                event = ToolExecutionUpdate(
+                    call_id=call.id, name=call.function.name, partial=partial
+                )
+                loop.call_soon_threadsafe(emit_update, event)
+
+        try:
+            if tool.is_async:
+                running: Awaitable[Any] = tool.execute(
+                    call.id, prepared.args, self._signal, on_update
+                )  # type: ignore[assignment]
+            else:
+                context = contextvars.copy_context()
+                running = loop.run_in_executor(
+                    self._pool(),
+                    context.run,
+                    tool.execute,
+                    call.id,
+                    prepared.args,
+                    self._signal,
+                    on_update,
+                )
+            value = await asyncio.wait_for(running, self._config.tool_timeout)
+            if inspect.isawaitable(value):
+                value = await value
+            result = value if isinstance(value, ToolResult) else ToolResult(content=str(value))
+        except asyncio.TimeoutError:
+            result = _error(
+                f"Tool {call.function.name!r} timed out after {self._config.tool_timeout:g} seconds; "
+                "split the work into smaller steps."
+            )
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:
+            result = _error(f"{type(error).__name__}: {error}")
+        finally:
+            accepting = False
+        await asyncio.sleep(0)  # run update callbacks already scheduled from a thread
+        if updates:
+            await asyncio.gather(*updates)
+        return await self._after(prepared, result)
+
+    async def _after(self, prepared: _Prepared, result: ToolResult) -> _Outcome:
+        hook = self._config.after_tool_call
+        if hook is None:
+            return _Outcome(prepared.call, result)
+        try:
+            override = await _maybe_await(
+                hook(
+                    AfterToolCall(
+                        self._message,
+                        prepared.call,
+                        prepared.tool,
+                        prepared.args,
+                        result,
+                        self._transcript,
+                    ),
+                    self._signal,
+                )
+            )
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:
+            return _Outcome(
+                prepared.call, _error(f"after_tool_call failed: {type(error).__name__}: {error}")
+            )
+        if override is None:
+            return _Outcome(prepared.call, result)
+        return _Outcome(
+            prepared.call,
+            ToolResult(
+                content=result.content if override.content is None else override.content,
+                details=result.details if override.details is None else override.details,
+                is_error=result.is_error if override.is_error is None else override.is_error,
+            ),
+        )
+
+    async def _finish(self, outcome: _Outcome) -> ToolMessage:
+        call, result = outcome.call, outcome.result
+        message = ToolMessage(
+            tool_call_id=call.id,
+            name=call.function.name,
+            content=result.content,
+            is_error=result.is_error,
+            details=result.details,
+        )
+        await self._emit(
+            ToolExecutionEnd(
+                call_id=call.id, name=call.function.name, result=message, is_error=result.is_error
+            )
+        )
+        return message
+
+    async def _emit_result(self, message: ToolMessage) -> ToolMessage:
+        await self._emit(MessageStart(message=message))
+        await self._emit(MessageEnd(message=message))
+        return message
+
+    def _note_cancel(self) -> None:
+        if not self._signal._absorb_cancel():
+            self.cancelled_externally = True
+
+
+async def _maybe_await(value: Any) -> Any:
+    if inspect.isawaitable(value):
+        return await value
+    return value
