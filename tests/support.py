@@ -1,0 +1,110 @@
+"""Shared test helpers: an event recorder and the event-grammar checker."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from mibyan_jupyter.core import (
+    AgentEnd,
+    AgentEvent,
+    AgentStart,
+    ApprovalRequested,
+    ApprovalResolved,
+    AssistantMessage,
+    MessageEnd,
+    MessageStart,
+    MessageUpdate,
+    ToolExecutionEnd,
+    ToolExecutionStart,
+    ToolExecutionUpdate,
+    ToolMessage,
+    TurnEnd,
+    TurnStart,
+)
+
+
+class Recorder:
+    """An event sink (sync) that keeps every event."""
+
+    def __init__(self) -> None:
+        self.events: list[AgentEvent] = []
+
+    def __call__(self, event: AgentEvent) -> None:
+        self.events.append(event)
+
+    def types(self, *, updates: bool = False) -> list[str]:
+        """Event types in order; MessageUpdate and BudgetUpdated left out unless asked."""
+        return [
+            e.type
+            for e in self.events
+            if updates or e.type not in ("message_update", "budget_updated")
+        ]
+
+    def of(self, cls: type) -> list:  # type: ignore[type-arg]
+        return [e for e in self.events if isinstance(e, cls)]
+
+
+def check_grammar(events: Sequence[AgentEvent]) -> None:
+    """Assert the grammar documented in mibyan_jupyter/core/events.py."""
+    assert events, "no events"
+    assert isinstance(events[0], AgentStart), f"first event is {events[0].type}"
+    assert isinstance(events[-1], AgentEnd), f"last event is {events[-1].type}"
+    assert sum(isinstance(e, AgentStart) for e in events) == 1
+    assert sum(isinstance(e, AgentEnd) for e in events) == 1
+    in_turn = False
+    open_message: object | None = None
+    open_tools: set[str] = set()
+    ended_tools: set[str] = set()
+    pending_approval: set[str] = set()
+    turn_assistants = 0
+    for index, event in enumerate(events[1:-1], start=1):
+        where = f"event {index} ({event.type})"
+        if isinstance(event, TurnStart):
+            assert not in_turn, f"{where}: turns nest"
+            assert open_message is None and not open_tools, f"{where}: turn starts with open items"
+            in_turn, turn_assistants = True, 0
+        elif isinstance(event, TurnEnd):
+            assert in_turn, f"{where}: TurnEnd without TurnStart"
+            assert open_message is None, f"{where}: TurnEnd inside a message"
+            assert not open_tools, f"{where}: TurnEnd with running tools {open_tools}"
+            if event.message is not None and event.message.tool_calls and event.message.stop_reason not in ("aborted", "error"):
+                ids = [c.id for c in event.message.tool_calls]
+                assert [r.tool_call_id for r in event.tool_results] == ids, (
+                    f"{where}: tool results not one per call in call order"
+                )
+            in_turn = False
+        elif isinstance(event, MessageStart):
+            assert in_turn, f"{where}: message outside a turn"
+            assert open_message is None, f"{where}: MessageStart inside another message"
+            open_message = event.message
+            if isinstance(event.message, AssistantMessage):
+                turn_assistants += 1
+                assert turn_assistants == 1, f"{where}: two assistant messages in one turn"
+        elif isinstance(event, MessageUpdate):
+            assert open_message is not None, f"{where}: update outside a message"
+            assert isinstance(open_message, AssistantMessage), f"{where}: update of a non-assistant message"
+        elif isinstance(event, MessageEnd):
+            assert open_message is not None, f"{where}: MessageEnd without MessageStart"
+            assert open_message.role == event.message.role  # type: ignore[attr-defined]
+            open_message = None
+        elif isinstance(event, ToolExecutionStart):
+            assert in_turn and open_message is None, f"{where}: tool start in a wrong place"
+            assert event.call_id not in open_tools | ended_tools, f"{where}: tool started twice"
+            open_tools.add(event.call_id)
+        elif isinstance(event, ToolExecutionUpdate):
+            assert event.call_id in open_tools, f"{where}: update for a tool not running"
+        elif isinstance(event, ToolExecutionEnd):
+            assert event.call_id in open_tools, f"{where}: end without start"
+            assert isinstance(event.result, ToolMessage)
+            open_tools.discard(event.call_id)
+            ended_tools.add(event.call_id)
+        elif isinstance(event, ApprovalRequested):
+            assert event.call_id in open_tools, f"{where}: approval outside its tool execution"
+            pending_approval.add(event.call_id)
+        elif isinstance(event, ApprovalResolved):
+            assert event.call_id in open_tools, f"{where}: approval outside its tool execution"
+            pending_approval.discard(event.call_id)
+        elif isinstance(event, AgentStart | AgentEnd):
+            raise AssertionError(f"{where}: AgentStart/AgentEnd in the middle")
+    assert not in_turn, "the last turn was not closed"
+    assert open_message is None and not open_tools and not pending_approval

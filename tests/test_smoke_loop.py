@@ -1,0 +1,33 @@
+"""A first end-to-end run through the loop with the scripted model."""
+
+from __future__ import annotations
+
+from support import Recorder, check_grammar
+
+from mibyan_jupyter.core import Agent, ScriptedModel, tool
+from mibyan_jupyter.core.fakes import Call, Reply
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+
+
+async def test_tool_turn_then_answer() -> None:
+    model = ScriptedModel([Reply(text="adding", calls=[Call("add", {"a": 1, "b": 2})]), "It is 3."])
+    agent = Agent(stream_fn=model, tools=[add])
+    recorder = Recorder()
+    agent.subscribe(recorder)
+    assert await agent.achat("1+2?") == "It is 3."
+    check_grammar(recorder.events)
+    assert recorder.types() == [
+        "agent_start", "turn_start", "message_start", "message_end",
+        "message_start", "message_end", "tool_execution_start", "tool_execution_end",
+        "message_start", "message_end", "turn_end",
+        "turn_start", "message_start", "message_end", "turn_end", "agent_end",
+    ]
+    assert [m.role for m in agent.state.messages] == ["user", "assistant", "tool", "assistant"]
+    assert agent.state.messages[2].content == "3"
+    # the second request saw the tool result
+    assert [m.role for m in model.requests[1].messages] == ["user", "assistant", "tool"]
