@@ -111,9 +111,13 @@ class BudgetTracker:
         return None
 
     def describe(self, name: str) -> str:
-        status = {s.name: s for s in self.snapshot().budgets}[name]  # type: ignore[index]
-        used = f"{status.used:.4f}" if name == "cost" else f"{int(status.used)}"
-        return f"{name.replace('_', ' ')} {used} of {status.limit:g}" if status.limit else name
+        """``"turns 500 of 500"``, for messages to the model and the user."""
+        for status in self.snapshot().budgets:
+            if status.name == name:
+                used = f"{status.used:.4f}" if name == "cost" else f"{status.used:.0f}"
+                limit = "unlimited" if status.limit is None else f"{status.limit:g}"
+                return f"{name.replace('_', ' ')} ({used} of {limit})"
+        raise KeyError(name)
 
     def snapshot(self) -> BudgetUpdated:
         limits = self.limits

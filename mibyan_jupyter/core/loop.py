@@ -138,12 +138,15 @@ class _LoopRun:
 
     # -- the loop ---------------------------------------------------------------------
 
-    async def run(self, prompts: Sequence[Message]) -> list[Message]:
+    async def run(self, prompts: Sequence[Message], *, steering_poll: bool = True) -> list[Message]:
+        """``steering_poll=False`` when the prompts were just taken from the queues
+        (a second poll would deliver two messages in one-at-a-time mode)."""
         await self.emit(AgentStart())
         try:
             await self.start_turn()
             await self.add_user_messages(prompts)
-            return await self.turns(await self.poll(self.config.get_steering_messages))
+            steering = self.config.get_steering_messages if steering_poll else None
+            return await self.turns(await self.poll(steering))
         except asyncio.CancelledError:
             if not self.cancelled_externally:  # cancelled outside a model call or tool batch
                 self.cancelled_externally = True
@@ -370,7 +373,8 @@ async def run_agent_loop_continue(
                 "cannot continue from an assistant message: nothing is queued "
                 "(send a prompt, or steer / follow up first)"
             )
-        return await run_agent_loop(queued, context, config, signal, stream_fn, emit)
+        run = _LoopRun(context, config, signal or AbortSignal(), stream_fn, emit)
+        return await run.run(queued, steering_poll=False)
     return await run_agent_loop((), context, config, signal, stream_fn, emit)
 
 

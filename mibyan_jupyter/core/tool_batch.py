@@ -37,7 +37,7 @@ from .events import (
 )
 from .messages import AssistantMessage, Message, ToolCall, ToolMessage
 from .signal import AbortSignal
-from .tools import Tool, ToolArgumentsError, ToolRegistry, ToolResult, parse_arguments
+from .tools import Tool, ToolArgumentsError, ToolRegistry, ToolResult, as_text, parse_arguments
 
 Emit = Callable[[AgentEvent], Awaitable[None]]
 
@@ -62,6 +62,10 @@ class _Prepared:
 class _Outcome:
     call: ToolCall
     result: ToolResult
+
+
+class _ToolTimedOut(Exception):
+    """The loop's own tool timeout (distinct from a TimeoutError raised by the tool)."""
 
 
 def _error(text: str) -> ToolResult:
@@ -323,11 +327,11 @@ class ToolBatch:
                     self._signal,
                     on_update,
                 )
-            value = await asyncio.wait_for(running, self._config.tool_timeout)
+            value = await self._within_timeout(running)
             if inspect.isawaitable(value):
                 value = await value
-            result = value if isinstance(value, ToolResult) else ToolResult(content=str(value))
-        except asyncio.TimeoutError:
+            result = value if isinstance(value, ToolResult) else ToolResult(content=as_text(value))
+        except _ToolTimedOut:
             result = _error(
                 f"Tool {call.function.name!r} timed out after {self._config.tool_timeout:g} seconds; "
                 "split the work into smaller steps."
@@ -342,6 +346,23 @@ class ToolBatch:
         if updates:
             await asyncio.gather(*updates)
         return await self._after(prepared, result)
+
+    async def _within_timeout(self, running: Awaitable[Any]) -> Any:
+        """Await the tool, failing with :class:`_ToolTimedOut` after ``tool_timeout``; a
+        ``TimeoutError`` the tool raises itself stays the tool's own error."""
+        timeout = self._config.tool_timeout
+        if timeout is None:
+            return await running
+        future = asyncio.ensure_future(running)
+        try:
+            done, _ = await asyncio.wait({future}, timeout=timeout)
+        except asyncio.CancelledError:
+            future.cancel()
+            raise
+        if not done:
+            future.cancel()
+            raise _ToolTimedOut
+        return future.result()
 
     async def _after(self, prepared: _Prepared, result: ToolResult) -> _Outcome:
         hook = self._config.after_tool_call

@@ -14,14 +14,17 @@ read (a read-only tool is safe to run without asking).
 
 from __future__ import annotations
 
+import copy
 import inspect
 import json
 import re
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias, get_type_hints, overload
+from types import UnionType
+from typing import Any, TypeAlias, Union, get_args, get_origin, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic.fields import FieldInfo
 from pydantic_core import to_json
 
 from .messages import Content
@@ -138,6 +141,26 @@ def _parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
     return description, params
 
 
+def _is_context(annotation: Any) -> bool:
+    """``ToolContext``, also as ``ToolContext | None`` / ``Optional[ToolContext]``."""
+    if annotation is ToolContext:
+        return True
+    return get_origin(annotation) in (Union, UnionType) and ToolContext in get_args(annotation)
+
+
+def _field_for(param: inspect.Parameter, doc: str | None) -> Any:
+    """The pydantic field of a parameter: its default (or a ``Field(...)`` default as
+    given), with the docstring's description when the annotation has none of its own."""
+    default = param.default
+    if isinstance(default, FieldInfo):
+        if doc and default.description is None:
+            default = copy.copy(default)  # never mutate the caller's FieldInfo
+            default.description = doc
+        return default
+    value = ... if default is param.empty else default
+    return Field(value, description=doc) if doc else value
+
+
 def _build_tool(
     func: Callable[..., Any],
     *,
@@ -154,14 +177,10 @@ def _build_tool(
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             raise TypeError(f"@tool {func.__name__}: *args/**kwargs cannot be described to a model")
         annotation = hints.get(param.name, Any)
-        if annotation is ToolContext:
+        if _is_context(annotation):
             context_param = param.name
             continue
-        default = ... if param.default is param.empty else param.default
-        fields[param.name] = (
-            annotation,
-            Field(default, description=doc_params.get(param.name)),
-        )
+        fields[param.name] = (annotation, _field_for(param, doc_params.get(param.name)))
     model = create_model(f"{func.__name__}_arguments", __base__=_Arguments, **fields)
     schema = model.model_json_schema()
     schema.pop("title", None)
@@ -193,8 +212,8 @@ def _build_tool(
         execute = execute_sync
 
     return Tool(
-        name=name or func.__name__,
-        description=description or doc_description or func.__name__,
+        name=func.__name__ if name is None else name,
+        description=description if description is not None else (doc_description or func.__name__),
         parameters=schema,
         execute=execute,
         args_model=model,
@@ -205,7 +224,14 @@ def _build_tool(
 
 def _as_result(value: Any) -> ToolResult | str:
     """Tool return values: a ToolResult or str as is, anything else as JSON text."""
-    if isinstance(value, ToolResult | str):
+    if isinstance(value, ToolResult):
+        return value
+    return as_text(value)
+
+
+def as_text(value: Any) -> str:
+    """A str as is; a pydantic model, dict, list, number... as JSON text for the model."""
+    if isinstance(value, str):
         return value
     if isinstance(value, BaseModel):
         return value.model_dump_json()
