@@ -61,13 +61,18 @@ def check_grammar(events: Sequence[AgentEvent]) -> None:
         where = f"event {index} ({event.type})"
         if isinstance(event, TurnStart):
             assert not in_turn, f"{where}: turns nest"
-            assert open_message is None and not open_tools, f"{where}: turn starts with open items"
+            assert open_message is None, f"{where}: turn starts inside a message"
+            assert not open_tools, f"{where}: turn starts with running tools"
             in_turn, turn_assistants = True, 0
         elif isinstance(event, TurnEnd):
             assert in_turn, f"{where}: TurnEnd without TurnStart"
             assert open_message is None, f"{where}: TurnEnd inside a message"
             assert not open_tools, f"{where}: TurnEnd with running tools {open_tools}"
-            if event.message is not None and event.message.tool_calls and event.message.stop_reason not in ("aborted", "error"):
+            if (
+                event.message is not None
+                and event.message.tool_calls
+                and event.message.stop_reason not in ("aborted", "error")
+            ):
                 ids = [c.id for c in event.message.tool_calls]
                 assert [r.tool_call_id for r in event.tool_results] == ids, (
                     f"{where}: tool results not one per call in call order"
@@ -82,13 +87,16 @@ def check_grammar(events: Sequence[AgentEvent]) -> None:
                 assert turn_assistants == 1, f"{where}: two assistant messages in one turn"
         elif isinstance(event, MessageUpdate):
             assert open_message is not None, f"{where}: update outside a message"
-            assert isinstance(open_message, AssistantMessage), f"{where}: update of a non-assistant message"
+            assert isinstance(open_message, AssistantMessage), (
+                f"{where}: update of a non-assistant message"
+            )
         elif isinstance(event, MessageEnd):
             assert open_message is not None, f"{where}: MessageEnd without MessageStart"
             assert open_message.role == event.message.role  # type: ignore[attr-defined]
             open_message = None
         elif isinstance(event, ToolExecutionStart):
-            assert in_turn and open_message is None, f"{where}: tool start in a wrong place"
+            assert in_turn, f"{where}: tool start outside a turn"
+            assert open_message is None, f"{where}: tool start inside a message"
             assert event.call_id not in open_tools | ended_tools, f"{where}: tool started twice"
             open_tools.add(event.call_id)
         elif isinstance(event, ToolExecutionUpdate):
@@ -107,4 +115,6 @@ def check_grammar(events: Sequence[AgentEvent]) -> None:
         elif isinstance(event, AgentStart | AgentEnd):
             raise AssertionError(f"{where}: AgentStart/AgentEnd in the middle")
     assert not in_turn, "the last turn was not closed"
-    assert open_message is None and not open_tools and not pending_approval
+    assert open_message is None, "a message was not closed"
+    assert not open_tools, f"tools not closed: {open_tools}"
+    assert not pending_approval, f"approvals not resolved: {pending_approval}"

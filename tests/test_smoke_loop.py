@@ -22,10 +22,22 @@ async def test_tool_turn_then_answer() -> None:
     assert await agent.achat("1+2?") == "It is 3."
     check_grammar(recorder.events)
     assert recorder.types() == [
-        "agent_start", "turn_start", "message_start", "message_end",
-        "message_start", "message_end", "tool_execution_start", "tool_execution_end",
-        "message_start", "message_end", "turn_end",
-        "turn_start", "message_start", "message_end", "turn_end", "agent_end",
+        "agent_start",
+        "turn_start",
+        "message_start",
+        "message_end",
+        "message_start",
+        "message_end",
+        "tool_execution_start",
+        "tool_execution_end",
+        "message_start",
+        "message_end",
+        "turn_end",
+        "turn_start",
+        "message_start",
+        "message_end",
+        "turn_end",
+        "agent_end",
     ]
     assert [m.role for m in agent.state.messages] == ["user", "assistant", "tool", "assistant"]
     assert agent.state.messages[2].content == "3"

@@ -40,7 +40,7 @@ from .messages import AssistantMessage, Message, SystemMessage, ToolMessage, Use
 from .signal import AbortSignal
 from .stream import StreamFn, ThinkingLevel
 from .tools import Tool, ToolRegistry
-from .transcript import validate_transcript
+from .transcript import check_history
 
 QueueMode: TypeAlias = Literal["one-at-a-time", "all"]
 Listener: TypeAlias = Callable[[AgentEvent], Awaitable[None] | None]
@@ -109,7 +109,7 @@ class Agent:
         budget: BudgetLimits | None = None,
         loop_options: dict[str, Any] | None = None,
     ) -> None:
-        validate_transcript(messages)
+        check_history(messages)
         self.stream_fn = stream_fn
         self.state = AgentState(
             system_prompt=system_prompt,
@@ -160,8 +160,9 @@ class Agent:
         ):
             state.streaming_message = event.message
         elif isinstance(event, MessageEnd):
+            # The loop has already appended the message to state.messages (it works on
+            # that list in place), so a run cut short never leaves the two out of step.
             state.streaming_message = None
-            state.messages.append(event.message)
             if isinstance(event.message, AssistantMessage) and event.message.error_message:
                 state.error = event.message.error_message
         elif isinstance(event, ToolExecutionStart):
@@ -226,8 +227,9 @@ class Agent:
         return await self._run(prompts)
 
     async def continue_(self) -> list[Message]:
-        """Continue from the transcript (after a tool result, or an error, or with queued
-        messages after an assistant reply). Raises ``ValueError`` if there is nothing."""
+        """Continue from the transcript: after a tool result or a user message, after a
+        failed or aborted reply (never sent, so this retries), or, after a finished
+        assistant reply, with queued messages. Raises ``ValueError`` if there is nothing."""
         return await self._run(None)
 
     def _config(self) -> LoopConfig:

@@ -163,6 +163,7 @@ class GateOutcome:
     reason: str | None
 
 
+DecidedBy: TypeAlias = Literal["user", "policy", "timeout", "abort", "error"]
 EmitFn: TypeAlias = Callable[[ApprovalRequested | ApprovalResolved], Awaitable[None]]
 
 
@@ -184,74 +185,78 @@ class ApprovalGate:
         emit: EmitFn,
         signal: AbortSignal,
     ) -> GateOutcome:
+        """Decide one call. Every ApprovalRequested gets its ApprovalResolved, also when
+        the approver fails or times out, or the run is cancelled while it waits."""
+
+        async def resolved(
+            approved: bool,
+            decided_by: DecidedBy,
+            reason: str | None = None,
+            scope: Scope = "once",
+        ) -> None:
+            await emit(
+                ApprovalResolved(
+                    call_id=call_id,
+                    name=tool_name,
+                    approved=approved,
+                    decided_by=decided_by,
+                    reason=reason,
+                    scope=scope,
+                )
+            )
+
         decision = self.policy.decide(tool_name, args, side_effects=side_effects)
+        remembered: Scope = decision.source if decision.source in ("session", "always") else "once"
         if decision.action == "allow":
             if decision.source != "default":
-                await emit(
-                    ApprovalResolved(
-                        call_id=call_id,
-                        name=tool_name,
-                        approved=True,
-                        decided_by="policy",
-                        reason=decision.reason,
-                    )
-                )
+                await resolved(True, "policy", decision.reason, remembered)
             return GateOutcome(True, None, None)
         if decision.action == "deny":
-            await emit(
-                ApprovalResolved(
-                    call_id=call_id,
-                    name=tool_name,
-                    approved=False,
-                    decided_by="policy",
-                    reason=decision.reason,
-                )
-            )
+            await resolved(False, "policy", decision.reason, remembered)
             return GateOutcome(False, None, decision.reason)
-        await emit(
-            ApprovalRequested(
-                call_id=call_id, name=tool_name, args=dict(args), reason=decision.reason
-            )
-        )
-        request = ApprovalRequest(call_id, tool_name, args, decision.reason)
         try:
-            answer = await asyncio.wait_for(self.approver(request, signal), self.timeout)
-        except asyncio.TimeoutError:
-            reason = f"no answer within {self.timeout:g} s"
             await emit(
-                ApprovalResolved(
-                    call_id=call_id,
-                    name=tool_name,
-                    approved=False,
-                    decided_by="timeout",
-                    reason=reason,
+                ApprovalRequested(
+                    call_id=call_id, name=tool_name, args=dict(args), reason=decision.reason
                 )
             )
-            return GateOutcome(False, None, reason)
+            answer = await self._ask(
+                ApprovalRequest(call_id, tool_name, args, decision.reason), signal
+            )
         except asyncio.CancelledError:
-            await emit(
-                ApprovalResolved(
-                    call_id=call_id,
-                    name=tool_name,
-                    approved=False,
-                    decided_by="abort",
-                    reason="the run was stopped",
-                )
-            )
+            await resolved(False, "abort", "the run was stopped")
             raise
+        except _NoAnswer:
+            reason = f"no answer within {self.timeout:g} s"
+            await resolved(False, "timeout", reason)
+            return GateOutcome(False, None, reason)
+        except Exception as error:
+            reason = f"the approval could not be asked ({type(error).__name__}: {error})"
+            await resolved(False, "error", reason)
+            return GateOutcome(False, None, reason)
         self.policy.remember(tool_name, isinstance(answer, Approved), answer.scope)
         if isinstance(answer, Approved):
-            await emit(
-                ApprovalResolved(call_id=call_id, name=tool_name, approved=True, scope=answer.scope)
-            )
+            await resolved(True, "user", None, answer.scope)
             return GateOutcome(True, answer.override_args, None)
-        await emit(
-            ApprovalResolved(
-                call_id=call_id,
-                name=tool_name,
-                approved=False,
-                scope=answer.scope,
-                reason=answer.reason,
-            )
-        )
+        await resolved(False, "user", answer.reason, answer.scope)
         return GateOutcome(False, None, answer.reason or "the user denied it")
+
+    async def _ask(self, request: ApprovalRequest, signal: AbortSignal) -> Decision:
+        """The approver's answer; :class:`_NoAnswer` after ``timeout`` (a TimeoutError
+        raised by the approver itself is its own failure, not a timeout)."""
+        if self.timeout is None:
+            return await self.approver(request, signal)
+        pending = asyncio.ensure_future(self.approver(request, signal))
+        try:
+            done, _ = await asyncio.wait({pending}, timeout=self.timeout)
+        except asyncio.CancelledError:
+            pending.cancel()
+            raise
+        if not done:
+            pending.cancel()
+            raise _NoAnswer
+        return pending.result()
+
+
+class _NoAnswer(Exception):
+    """The approver did not answer within the gate's timeout."""

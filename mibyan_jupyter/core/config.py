@@ -27,7 +27,9 @@ ToolExecutionMode: TypeAlias = Literal["sequential", "parallel"]
 
 @dataclass
 class AgentContext:
-    """What a run starts from. The loop works on its own copy of ``messages``."""
+    """What a run starts from. The loop appends each finished message to ``messages`` in
+    place, before its MessageEnd event (the Agent's state relies on it); pass a copy to
+    keep the original list unchanged."""
 
     system_prompt: str = ""
     messages: list[Message] = field(default_factory=list)

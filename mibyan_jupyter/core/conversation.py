@@ -14,8 +14,16 @@ import uuid
 from collections.abc import Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .messages import AssistantMessage, Message, SystemMessage, Usage, from_dict, to_dict
-from .transcript import validate_transcript
+from .messages import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolMessage,
+    Usage,
+    from_dict,
+    to_dict,
+)
+from .transcript import check_history
 
 if TYPE_CHECKING:
     from .agent import Agent
@@ -54,11 +62,24 @@ def final_text(messages: Sequence[Message]) -> str:
 
 
 def total_usage(messages: Sequence[Message]) -> Usage:
-    usage = Usage(cost=0.0)
+    usage = Usage()  # cost stays None unless some call's price is known
     for message in messages:
         if isinstance(message, AssistantMessage):
             usage = usage + message.usage
     return usage
+
+
+def _with_tool_names(history: list[Message]) -> list[Message]:
+    """OpenAI tool messages may omit the tool's name: take it from the matching call."""
+    names: dict[str, str] = {}
+    filled: list[Message] = []
+    for message in history:
+        if isinstance(message, AssistantMessage):
+            names.update((call.id, call.function.name) for call in message.tool_calls)
+        elif isinstance(message, ToolMessage) and not message.name:
+            message = message.model_copy(update={"name": names.get(message.tool_call_id, "")})
+        filled.append(message)
+    return filled
 
 
 async def achat(agent: Agent, message: str) -> str:
@@ -78,8 +99,8 @@ async def arun_conversation(
     messages as OpenAI chat dicts (plus our extras)."""
     task_id = task_id or uuid.uuid4().hex
     if conversation_history is not None:
-        history = [from_dict(m) for m in conversation_history]
-        validate_transcript(history)
+        history = _with_tool_names([from_dict(m) for m in conversation_history])
+        check_history(history)
         if history and isinstance(history[0], SystemMessage):
             agent.state.system_prompt = history[0].content
             history = history[1:]

@@ -112,7 +112,7 @@ class ApprovalResolved(_Event):
     name: str
     approved: bool
     scope: Literal["once", "session", "always"] = "once"
-    decided_by: Literal["user", "policy", "timeout", "abort"] = "user"
+    decided_by: Literal["user", "policy", "timeout", "abort", "error"] = "user"
     reason: str | None = None
 
 

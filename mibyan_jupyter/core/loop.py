@@ -34,7 +34,18 @@ from typing import Any, Literal, TypeVar
 
 from .budget import BudgetLimits, BudgetTracker
 from .config import AgentContext, LoopConfig, TurnContext, TurnUpdate
-from .events import AgentEnd, AgentEvent, AgentStart, MessageEnd, MessageStart, TurnEnd, TurnStart
+from .events import (
+    AgentEnd,
+    AgentEvent,
+    AgentStart,
+    ApprovalResolved,
+    MessageEnd,
+    MessageStart,
+    ToolExecutionEnd,
+    TurnEnd,
+    TurnStart,
+)
+from .grammar import GrammarTracker
 from .messages import AssistantMessage, Message, ToolMessage, UserMessage
 from .model_call import ModelCall
 from .signal import AbortSignal
@@ -71,8 +82,11 @@ class _LoopRun:
         self.signal = signal
         self.stream_fn = stream_fn
         self.sink = sink
-        self.messages: list[Message] = list(context.messages)
+        self.messages: list[Message] = context.messages
         self.new_messages: list[Message] = []
+        self.tracker = GrammarTracker()
+        self.turn_results: list[ToolMessage] = []
+        self.batch: ToolBatch | None = None
         self.view: ModelView | None = None
         self.view_error: TranscriptError | None = None
         self.budget = BudgetTracker(config.budget or _UNLIMITED)
@@ -85,6 +99,8 @@ class _LoopRun:
     # -- plumbing ---------------------------------------------------------------------
 
     async def emit(self, event: AgentEvent) -> None:
+        """Events count as emitted once the sink is called (see :mod:`.grammar`)."""
+        self.tracker.observe(event)
         result = self.sink(event)
         if result is not None:
             await result
@@ -97,9 +113,13 @@ class _LoopRun:
         return self._pool
 
     def append(self, message: Message) -> None:
+        """Add a finished message to the transcript; always before its MessageEnd, so a
+        run cut short at any point leaves transcript and events in agreement."""
         index = len(self.messages)
         self.messages.append(message)
         self.new_messages.append(message)
+        if isinstance(message, ToolMessage):
+            self.turn_results.append(message)
         if self.view is not None and self.view_error is None:
             try:
                 self.view.append(message, index)
@@ -108,9 +128,9 @@ class _LoopRun:
 
     async def add_user_messages(self, messages: Sequence[Message]) -> None:
         for message in messages:
+            self.append(message)
             await self.emit(MessageStart(message=message))
             await self.emit(MessageEnd(message=message))
-            self.append(message)
 
     async def poll(self, hook: Callable[[], Any] | None) -> list[Message]:
         if hook is None:
@@ -118,15 +138,13 @@ class _LoopRun:
         return list(await _maybe(hook()))
 
     async def start_turn(self) -> None:
-        self.turn_open = True
         self.turn_message = None
+        self.turn_results = []
+        self.batch = None
         await self.emit(TurnStart())
 
-    async def end_turn(
-        self, message: AssistantMessage | None, results: Sequence[ToolMessage] = ()
-    ) -> None:
-        self.turn_open = False
-        await self.emit(TurnEnd(message=message, tool_results=tuple(results)))
+    async def end_turn(self, message: AssistantMessage | None) -> None:
+        await self.emit(TurnEnd(message=message, tool_results=tuple(self.turn_results)))
 
     async def end(self, reason: EndReason) -> list[Message]:
         if self._pool is not None:
@@ -141,17 +159,20 @@ class _LoopRun:
     async def run(self, prompts: Sequence[Message], *, steering_poll: bool = True) -> list[Message]:
         """``steering_poll=False`` when the prompts were just taken from the queues
         (a second poll would deliver two messages in one-at-a-time mode)."""
-        await self.emit(AgentStart())
         try:
+            await self.emit(AgentStart())
             await self.start_turn()
             await self.add_user_messages(prompts)
             steering = self.config.get_steering_messages if steering_poll else None
             return await self.turns(await self.poll(steering))
         except asyncio.CancelledError:
-            if not self.cancelled_externally:  # cancelled outside a model call or tool batch
-                self.cancelled_externally = True
-                self.signal._absorb_cancel()
-                await self.close_after_failure("aborted")
+            # Cancelled outside the handling of a model call or tool batch (for instance
+            # while an async subscriber awaited), or re-raised by end() after AgentEnd.
+            soft = False if self.cancelled_externally else self.signal._absorb_cancel()
+            self.cancelled_externally = not soft
+            await self.close_after_failure("aborted")
+            if soft:
+                return self.new_messages
             raise
         except Exception:
             await self.close_after_failure("error")
@@ -181,9 +202,10 @@ class _LoopRun:
                     return await self.end(
                         "aborted" if message.stop_reason == "aborted" else "error"
                     )
-                results = await self.run_tools(message)
+                await self.run_tools(message)
+                results = tuple(self.turn_results)
                 more_tool_calls = bool(message.tool_calls)
-                await self.end_turn(message, results)
+                await self.end_turn(message)
                 if self.signal.aborted:
                     return await self.end("aborted")
                 last_turn = TurnContext(message, results, self.messages, self.new_messages)
@@ -209,10 +231,10 @@ class _LoopRun:
                 model=model,
                 error_message=f"the request was not sent: {type(error).__name__}: {error}",
             )
-            await self.emit(MessageStart(message=failed))
-            await self.emit(MessageEnd(message=failed))
             self.turn_message = failed
             self.append(failed)
+            await self.emit(MessageStart(message=failed))
+            await self.emit(MessageEnd(message=failed))
             return failed
         summary = summary_max_tokens is not None
         request = ModelRequest(
@@ -225,10 +247,15 @@ class _LoopRun:
             tool_choice="none" if summary else "auto",
             options=config.options,
         )
-        message = await call.run(request, finalize=_summary_text if summary else None)
+
+        def record(final: AssistantMessage) -> AssistantMessage:
+            final = _summary_text(final) if summary else final
+            self.turn_message = final
+            self.append(final)
+            return final
+
+        message = await call.run(request, record)
         self.cancelled_externally |= call.cancelled_externally
-        self.turn_message = message
-        self.append(message)
         self.budget.record(message.usage)
         await self.emit(self.budget.snapshot())
         return message
@@ -256,10 +283,11 @@ class _LoopRun:
         view.check_ready()
         return view.messages
 
-    async def run_tools(self, message: AssistantMessage) -> list[ToolMessage]:
+    async def run_tools(self, message: AssistantMessage) -> None:
+        """Run the message's tool calls; their results are appended as they are emitted."""
         if not message.tool_calls:
-            return []
-        batch = ToolBatch(
+            return
+        self.batch = batch = ToolBatch(
             message,
             self.context.tools,
             self.config,
@@ -267,15 +295,13 @@ class _LoopRun:
             self.emit,
             self.messages,
             self.pool,
+            self.append,
         )
         if message.stop_reason == "length":
-            results = await batch.fail_truncated()
+            await batch.fail_truncated()
         else:
-            results = await batch.run()
+            await batch.run()
         self.cancelled_externally |= batch.cancelled_externally
-        for result in results:
-            self.append(result)
-        return results
 
     async def summarize(self, used_up: str) -> list[Message]:
         """Exactly one final call without tools, asking for a summary of the work."""
@@ -289,34 +315,67 @@ class _LoopRun:
         await self.add_user_messages([note])
         message = await self.call_model(summary_max_tokens=self.config.summary_max_tokens)
         await self.end_turn(message)
-        return await self.end("budget_exhausted")
+        return await self.end("aborted" if message.stop_reason == "aborted" else "budget_exhausted")
 
     async def close_after_failure(self, reason: EndReason) -> None:
-        """An exception escaped (a hook or the event sink failed, or the task was cancelled
-        between phases): keep the transcript sendable and close the grammar, then let the
-        exception go on."""
-        try:
-            last = self.turn_message
-            if last is not None and last.tool_calls:
-                answered = {m.tool_call_id for m in self.new_messages if isinstance(m, ToolMessage)}
-                for call in last.tool_calls:
-                    if call.id not in answered:
-                        result = ToolMessage(
-                            tool_call_id=call.id,
-                            name=call.function.name,
-                            content=CANCELLED,
-                            is_error=True,
-                        )
-                        await self.emit(MessageStart(message=result))
-                        await self.emit(MessageEnd(message=result))
-                        self.append(result)
-            if self.turn_open:
-                await self.end_turn(last)
-            if self._pool is not None:
-                self._pool.shutdown(wait=False, cancel_futures=True)
-            await self.emit(AgentEnd(messages=tuple(self.new_messages), reason=reason))
-        except Exception:  # the sink itself is broken; nothing more can be reported
-            pass
+        """An exception escaped (a subscriber failed, or the task was cancelled outside the
+        handling of a model call or tool batch): emit exactly the closing events still
+        missing and give every tool call of the turn a result, then let it go on."""
+        tracker = self.tracker
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+        if tracker.agent_ended:
+            return
+        finished = self.batch.finished if self.batch is not None else {}
+        steps: list[AgentEvent] = []
+        open_message = tracker.open_message
+        if open_message is not None:
+            if isinstance(open_message, AssistantMessage) and self.turn_message is None:
+                open_message = open_message.model_copy(
+                    update={"stop_reason": "aborted", "error_message": "the run was interrupted"}
+                )
+                self.turn_message = open_message
+                self.append(open_message)
+            steps.append(MessageEnd(message=open_message))
+        for call_id, name in list(tracker.pending_approvals.items()):
+            steps.append(
+                ApprovalResolved(
+                    call_id=call_id,
+                    name=name,
+                    approved=False,
+                    decided_by="abort",
+                    reason="the run was interrupted",
+                )
+            )
+        for call_id, name in list(tracker.open_tools.items()):
+            result = finished.get(call_id) or _cancelled(call_id, name)
+            steps.append(
+                ToolExecutionEnd(
+                    call_id=call_id, name=name, result=result, is_error=result.is_error
+                )
+            )
+        last = self.turn_message
+        if tracker.turn_open and last is not None and last.sendable and last.tool_calls:
+            answered = {m.tool_call_id for m in self.turn_results}
+            for call in last.tool_calls:
+                if call.id not in answered:
+                    result = finished.get(call.id) or _cancelled(call.id, call.function.name)
+                    self.append(result)
+                    steps += [MessageStart(message=result), MessageEnd(message=result)]
+        if tracker.turn_open:
+            steps.append(TurnEnd(message=last, tool_results=tuple(self.turn_results)))
+        steps.append(AgentEnd(messages=tuple(self.new_messages), reason=reason))
+        for event in steps:
+            try:
+                await self.emit(event)
+            except asyncio.CancelledError:  # cancelled again: finish closing, then report it
+                self.cancelled_externally = True
+            except Exception:  # a broken subscriber must not stop the closing events
+                pass
+
+
+def _cancelled(call_id: str, name: str) -> ToolMessage:
+    return ToolMessage(tool_call_id=call_id, name=name, content=CANCELLED, is_error=True)
 
 
 def _summary_text(message: AssistantMessage) -> AssistantMessage:
@@ -325,7 +384,8 @@ def _summary_text(message: AssistantMessage) -> AssistantMessage:
     if not (content and content.strip()):
         why = f" ({message.error_message})" if message.error_message else ""
         content = f"I stopped because the budget is used up, and no summary could be produced{why}."
-    return message.model_copy(update={"content": content, "tool_calls": ()})
+    stop = "stop" if message.stop_reason in ("tool_use", "stop") else message.stop_reason
+    return message.model_copy(update={"content": content, "tool_calls": (), "stop_reason": stop})
 
 
 def _check_continue(context: AgentContext) -> None:
@@ -360,7 +420,8 @@ async def run_agent_loop_continue(
     prompts. Raises ``ValueError`` before any event when there is nothing to continue from.
     """
     _check_continue(context)
-    if isinstance(context.messages[-1], AssistantMessage):
+    tail = context.messages[-1]
+    if isinstance(tail, AssistantMessage) and tail.sendable:
         queued = (
             list(await _maybe(config.get_steering_messages()))
             if config.get_steering_messages
@@ -387,13 +448,9 @@ class AgentEventStream:
 
     def __init__(self, start: Callable[[EventSink], Awaitable[list[Message]]]) -> None:
         self._queue: asyncio.Queue[AgentEvent | None] = asyncio.Queue()
-        self._task = asyncio.ensure_future(self._drive(start))
-
-    async def _drive(self, start: Callable[[EventSink], Awaitable[list[Message]]]) -> list[Message]:
-        try:
-            return await start(self._queue.put_nowait)
-        finally:
-            self._queue.put_nowait(None)
+        self._task = asyncio.ensure_future(start(self._queue.put_nowait))
+        # Also when the task is cancelled before its first step: the iteration must end.
+        self._task.add_done_callback(lambda _: self._queue.put_nowait(None))
 
     def __aiter__(self) -> AsyncIterator[AgentEvent]:
         return self

@@ -152,7 +152,8 @@ class ToolMessage(_Frozen):
 
     role: Literal["tool"] = "tool"
     tool_call_id: str
-    name: str
+    name: str = ""
+    """The tool's name (optional in OpenAI's format; filled in from the call when known)."""
     content: Content
     is_error: bool = False
     details: dict[str, object] | None = None

@@ -97,6 +97,7 @@ class ToolBatch:
         emit: Emit,
         transcript: Sequence[Message],
         pool: Callable[[], ThreadPoolExecutor],
+        append: Callable[[Message], None],
     ) -> None:
         self._message = message
         self._tools = tools
@@ -105,7 +106,10 @@ class ToolBatch:
         self._emit = emit
         self._transcript = transcript
         self._pool = pool
+        self._append = append
         self._started: set[str] = set()
+        self.finished: dict[str, ToolMessage] = {}
+        """Results by call id, recorded before their ToolExecutionEnd is emitted."""
         self.cancelled_externally = False
 
     @property
@@ -146,13 +150,11 @@ class ToolBatch:
     async def _run_sequential(self) -> list[ToolMessage]:
         messages: list[ToolMessage] = []
         for call in self._message.tool_calls:
-            started = False
             try:
                 if self._signal.aborted:
                     outcome = _Outcome(call, _error(CANCELLED))
                 else:
                     await self._start(call)
-                    started = True
                     prepared = await self._prepare(call)
                     outcome = (
                         prepared
@@ -162,7 +164,7 @@ class ToolBatch:
             except asyncio.CancelledError:
                 self._note_cancel()
                 outcome = _Outcome(call, _error(CANCELLED))
-            if not started:
+            if call.id not in self._started:
                 await self._start(call)
             messages.append(await self._emit_result(await self._finish(outcome)))
         return messages
@@ -203,8 +205,9 @@ class ToolBatch:
             await asyncio.gather(*tasks, return_exceptions=True)
         for index, call in enumerate(calls):
             slot = slots[index]
-            if isinstance(slot, asyncio.Task) and slot.cancelled():  # cancelled before it ran
-                slots[index] = await self._finish(_Outcome(call, _error(CANCELLED)))
+            if isinstance(slot, asyncio.Task) and slot.cancelled():  # before it ran or ended
+                known = self.finished.get(call.id)
+                slots[index] = known or await self._finish(_Outcome(call, _error(CANCELLED)))
             elif slot is None:
                 if call.id not in self._started:
                     await self._start(call)
@@ -280,7 +283,12 @@ class ToolBatch:
                         ),
                     )
                 if outcome.args is not None:
-                    args = tool.validate(dict(outcome.args))
+                    try:
+                        args = tool.validate(dict(outcome.args))
+                    except ToolArgumentsError as error:
+                        return _Outcome(
+                            call, _error(f"The arguments given at approval are invalid: {error}")
+                        )
         except asyncio.CancelledError:
             raise
         except Exception as error:
@@ -401,6 +409,9 @@ class ToolBatch:
 
     async def _finish(self, outcome: _Outcome) -> ToolMessage:
         call, result = outcome.call, outcome.result
+        known = self.finished.get(call.id)
+        if known is not None:  # already finished (its End may have been cancelled)
+            return known
         message = ToolMessage(
             tool_call_id=call.id,
             name=call.function.name,
@@ -408,6 +419,7 @@ class ToolBatch:
             is_error=result.is_error,
             details=result.details,
         )
+        self.finished[call.id] = message
         await self._emit(
             ToolExecutionEnd(
                 call_id=call.id, name=call.function.name, result=message, is_error=result.is_error
@@ -416,6 +428,7 @@ class ToolBatch:
         return message
 
     async def _emit_result(self, message: ToolMessage) -> ToolMessage:
+        self._append(message)
         await self._emit(MessageStart(message=message))
         await self._emit(MessageEnd(message=message))
         return message

@@ -120,6 +120,14 @@ class AlternationValidator:
         if not self._pending:
             self._state = _State.AFTER_RESULTS
 
+    def check_complete(self) -> None:
+        """Raise if the last assistant message's tool calls are not all answered."""
+        if self._state is _State.AWAITING_RESULTS:
+            missing = ", ".join(sorted(self._pending))
+            raise TranscriptError(
+                self._call_index, f"tool calls without results at the end (missing: {missing})"
+            )
+
     def check_ready(self, length: int) -> None:
         """Raise unless a model call may follow: the last message is a user message or
         completes a batch of tool results."""
@@ -178,6 +186,9 @@ class ModelView:
     def check_ready(self) -> None:
         self._validator.check_ready(len(self.messages))
 
+    def check_complete(self) -> None:
+        self._validator.check_complete()
+
 
 def validate_transcript(messages: Sequence[Message], *, ready_for_model: bool = False) -> None:
     """Check a whole transcript as sent (no merging, no filtering); used on external input.
@@ -189,3 +200,11 @@ def validate_transcript(messages: Sequence[Message], *, ready_for_model: bool = 
         validator.feed(message, index)
     if ready_for_model:
         validator.check_ready(len(messages))
+
+
+def check_history(messages: Sequence[Message]) -> None:
+    """Accept a transcript as a conversation to continue: its sendable view (aborted and
+    failed replies left out, as the model will see it) must follow the rules, and no tool
+    call may be left without a result. Raises :class:`TranscriptError`."""
+    view = ModelView(messages)
+    view.check_complete()
