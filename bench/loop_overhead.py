@@ -17,15 +17,15 @@ import argparse
 import asyncio
 import gc
 import json
+import sys
 import time
 from pathlib import Path
-import sys
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _pydantic_ai_peer import openai_agents_us_per_turn, pydantic_ai_us_per_turn  # noqa: E402
+from _pydantic_ai_peer import openai_agents_us_per_turn, pydantic_ai_us_per_turn
 
-from mibyan_jupyter.core import Agent, BudgetLimits, Call, Reply, ScriptedModel, tool  # noqa: E402
+from mibyan_jupyter.core import Agent, BudgetLimits, Call, Reply, ScriptedModel, tool
 
 
 @tool(side_effects=False)
@@ -87,7 +87,9 @@ def main() -> None:
     args = parser.parse_args()
 
     figures: dict[str, float | None] = {}
-    print(f"{'N':>6} {'ours us/turn':>14} {'pydantic-ai':>14} {'openai-agents':>14} {'ratio (pai)':>12}")
+    print(
+        f"{'N':>6} {'ours us/turn':>14} {'pydantic-ai':>14} {'openai-agents':>14} {'ratio (pai)':>12}"
+    )
     for n in args.sizes:
         ours = ours_us_per_turn(n, args.repeat)
         pai = _peer(pydantic_ai_us_per_turn, n, args.peer_repeat)

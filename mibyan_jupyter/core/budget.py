@@ -111,7 +111,7 @@ class BudgetTracker:
         return None
 
     def describe(self, name: str) -> str:
-        """``"turns 500 of 500"``, for messages to the model and the user."""
+        """``"turns (500 of 500)"``, for messages to the model and the user."""
         for status in self.snapshot().budgets:
             if status.name == name:
                 used = f"{status.used:.4f}" if name == "cost" else f"{status.used:.0f}"
