@@ -43,3 +43,38 @@ async def test_tool_turn_then_answer() -> None:
     assert agent.state.messages[2].content == "3"
     # the second request saw the tool result
     assert [m.role for m in model.requests[1].messages] == ["user", "assistant", "tool"]
+
+
+async def test_non_streaming_stream_function() -> None:
+    """A stream function may return an awaitable AssistantMessage instead of events: the
+    loop emits MessageStart/End without updates and runs the tool calls as usual."""
+    from mibyan_jupyter.core import AssistantMessage, FunctionCall, ModelRequest, ToolCall
+    from mibyan_jupyter.core.signal import AbortSignal
+
+    replies = iter(
+        [
+            AssistantMessage(
+                tool_calls=(
+                    ToolCall(
+                        id="c1", function=FunctionCall(name="add", arguments='{"a": 2, "b": 3}')
+                    ),
+                ),
+                stop_reason="tool_use",
+            ),
+            AssistantMessage(content="5"),
+        ]
+    )
+    seen: list[int] = []
+
+    async def complete(request: ModelRequest, signal: AbortSignal) -> AssistantMessage:
+        seen.append(len(request.messages))
+        return next(replies)
+
+    agent = Agent(stream_fn=complete, tools=[add])
+    recorder = Recorder()
+    agent.subscribe(recorder)
+    assert await agent.achat("2+3?") == "5"
+    check_grammar(recorder.events)
+    assert "message_update" not in recorder.types(updates=True)
+    assert seen == [1, 3]
+    assert agent.state.messages[2].content == "5"
