@@ -118,3 +118,14 @@ def check_grammar(events: Sequence[AgentEvent]) -> None:
     assert open_message is None, "a message was not closed"
     assert not open_tools, f"tools not closed: {open_tools}"
     assert not pending_approval, f"approvals not resolved: {pending_approval}"
+
+
+def check_each_run(events: Sequence[AgentEvent]) -> None:
+    """``check_grammar`` on each run of a recorder that saw several."""
+    run: list[AgentEvent] = []
+    for event in events:
+        run.append(event)
+        if isinstance(event, AgentEnd):
+            check_grammar(run)
+            run = []
+    assert not run, "a run without AgentEnd"

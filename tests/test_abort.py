@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 
 import pytest
-from support import Recorder, check_grammar
+from support import Recorder, check_each_run, check_grammar
 
 from mibyan_jupyter.core import (
     AbortSignal,
@@ -97,17 +97,6 @@ def assert_one_result_per_call(messages: list[Message]) -> None:
     ]
     results = [m.tool_call_id for m in messages if isinstance(m, ToolMessage)]
     assert sorted(calls) == sorted(results)
-
-
-def check_each_run(events: list[AgentEvent]) -> None:
-    """``check_grammar`` on each run of a recorder that saw several."""
-    run: list[AgentEvent] = []
-    for event in events:
-        run.append(event)
-        if isinstance(event, AgentEnd):
-            check_grammar(run)
-            run = []
-    assert not run, "a run without AgentEnd"
 
 
 def last_end(recorder: Recorder) -> AgentEnd:

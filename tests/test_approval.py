@@ -9,13 +9,12 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
-from support import Recorder, check_grammar
+from support import Recorder, check_each_run, check_grammar
 
 from mibyan_jupyter.core import (
     AbortSignal,
     Agent,
     AgentEnd,
-    AgentEvent,
     ApprovalGate,
     ApprovalPolicy,
     ApprovalRequest,
@@ -202,17 +201,6 @@ class Approver:
     async def __call__(self, request: ApprovalRequest, signal: AbortSignal) -> Decision:
         self.requests.append(request)
         return self.answers.pop(0)
-
-
-def check_each_run(events: list[AgentEvent]) -> None:
-    """``check_grammar`` on each run of a recorder that saw several."""
-    run: list[AgentEvent] = []
-    for event in events:
-        run.append(event)
-        if isinstance(event, AgentEnd):
-            check_grammar(run)
-            run = []
-    assert not run, "a run without AgentEnd"
 
 
 def writer(log: list[str]) -> Tool:

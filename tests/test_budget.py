@@ -7,14 +7,13 @@ from __future__ import annotations
 import logging
 
 import pytest
-from support import Recorder, check_grammar
+from support import Recorder, check_each_run, check_grammar
 
 from mibyan_jupyter.core import (
     CHILD_MAX_TURNS,
     DEFAULT_MAX_TURNS,
     Agent,
     AgentEnd,
-    AgentEvent,
     AssistantMessage,
     BudgetLimits,
     BudgetUpdated,
@@ -53,17 +52,6 @@ def budget_agent(
     recorder = Recorder()
     agent.subscribe(recorder)
     return agent, model, recorder
-
-
-def check_each_run(events: list[AgentEvent]) -> None:
-    """``check_grammar`` on each run of a recorder that saw several."""
-    run: list[AgentEvent] = []
-    for event in events:
-        run.append(event)
-        if isinstance(event, AgentEnd):
-            check_grammar(run)
-            run = []
-    assert not run, "a run without AgentEnd"
 
 
 def end_of(recorder: Recorder) -> AgentEnd:

@@ -8,7 +8,7 @@ import logging
 from collections.abc import Sequence
 
 import pytest
-from support import Recorder, check_grammar
+from support import Recorder, check_each_run, check_grammar
 
 from mibyan_jupyter.core import (
     AbortSignal,
@@ -70,17 +70,6 @@ def label(event: AgentEvent) -> str | None:
 
 def trace(recorder: Recorder) -> list[str]:
     return [text for e in recorder.events if (text := label(e)) is not None]
-
-
-def check_each_run(events: list[AgentEvent]) -> None:
-    """``check_grammar`` on each run of a recorder that saw several."""
-    run: list[AgentEvent] = []
-    for event in events:
-        run.append(event)
-        if isinstance(event, AgentEnd):
-            check_grammar(run)
-            run = []
-    assert not run, "a run without AgentEnd"
 
 
 def roles(messages: Sequence[Message]) -> list[str]:
