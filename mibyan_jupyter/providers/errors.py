@@ -1,0 +1,132 @@
+"""Classifying provider failures, with hints that drive retries, fallback and compression.
+
+Hermes' classifier, kept small: a failure gets a :data:`ErrorKind` and the hints say what
+helps: wait and retry, fall over to the next model, compress the context, or refresh the
+credential. Other 4xx errors are never retried (the same request would fail the same way).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal, TypeAlias
+
+ErrorKind: TypeAlias = Literal[
+    "auth",
+    "billing",
+    "rate_limit",
+    "overloaded",
+    "server_error",
+    "timeout",
+    "connection",
+    "context_overflow",
+    "payload_too_large",
+    "model_not_found",
+    "format_error",
+    "bad_request",
+    "incomplete_response",
+    "aborted",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Hints:
+    retryable: bool = False
+    fall_back: bool = False
+    compress: bool = False
+    refresh_credential: bool = False
+
+
+HINTS: dict[ErrorKind, Hints] = {
+    "auth": Hints(fall_back=True, refresh_credential=True),
+    "billing": Hints(fall_back=True),
+    "rate_limit": Hints(retryable=True, fall_back=True),
+    "overloaded": Hints(retryable=True, fall_back=True),
+    "server_error": Hints(retryable=True, fall_back=True),
+    "timeout": Hints(retryable=True, fall_back=True),
+    "connection": Hints(retryable=True, fall_back=True),
+    "context_overflow": Hints(compress=True),
+    "payload_too_large": Hints(compress=True),
+    "model_not_found": Hints(fall_back=True),
+    "format_error": Hints(retryable=True, fall_back=True),
+    "bad_request": Hints(),
+    "incomplete_response": Hints(fall_back=True),
+    "aborted": Hints(),
+}
+
+
+class ProviderError(Exception):
+    """A classified failure of one model call. ``message`` is already redacted."""
+
+    def __init__(
+        self,
+        kind: ErrorKind,
+        message: str,
+        *,
+        status: int | None = None,
+        retry_after: float | None = None,
+        code: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.kind: ErrorKind = kind
+        self.message = message
+        self.status = status
+        self.retry_after = retry_after
+        self.code = code
+
+    @property
+    def hints(self) -> Hints:
+        return HINTS[self.kind]
+
+    def __str__(self) -> str:
+        status = f"HTTP {self.status} " if self.status else ""
+        return f"{status}{self.kind}: {self.message}"
+
+
+_OVERFLOW = re.compile(
+    r"context[_ ]length|context window|maximum context|too many tokens|prompt is too long|"
+    r"input is too long|exceeds the (?:model'?s )?(?:context|maximum)|reduce the length",
+    re.IGNORECASE,
+)
+_NOT_FOUND = re.compile(
+    r"model.*(?:not found|does not exist|not exist|unknown)|no such model", re.IGNORECASE
+)
+_BILLING = re.compile(r"insufficient[_ ]quota|billing|credit balance|payment", re.IGNORECASE)
+
+
+def classify_status(status: int, message: str, code: str | None = None) -> ErrorKind:
+    """The kind of an HTTP error response."""
+    text = f"{code or ''} {message}"
+    if status in (401, 403):
+        return "billing" if _BILLING.search(text) else "auth"
+    if status == 402 or _BILLING.search(text):
+        return "billing"
+    if status == 413:
+        return "payload_too_large"
+    if status == 429:
+        return "rate_limit"
+    if status in (529, 503) or "overloaded" in text.lower():
+        return "overloaded"
+    if status in (408, 504):
+        return "timeout"
+    if _OVERFLOW.search(text):
+        return "context_overflow"
+    if status == 404 or _NOT_FOUND.search(text):
+        return "model_not_found"
+    if status >= 500:
+        return "server_error"
+    return "bad_request"
+
+
+def classify_stream_error(message: str, code: str | None = None) -> ErrorKind:
+    """The kind of an error reported inside a stream (after HTTP 200)."""
+    text = f"{code or ''} {message}".lower()
+    if "overloaded" in text:
+        return "overloaded"
+    if "rate" in text and "limit" in text:
+        return "rate_limit"
+    if _OVERFLOW.search(text):
+        return "context_overflow"
+    if _BILLING.search(text):
+        return "billing"
+    return "server_error"
