@@ -184,7 +184,10 @@ class ModelCall:
                         await self._emit(MessageStart(message=partial.snapshot()))
                     if not isinstance(event, StreamStart):
                         await self._emit(MessageUpdate(message=partial.snapshot(), event=event))
-                else:  # retry / fallback notices
+                else:
+                    # A retry or failover starts the reply over: what streamed so far is
+                    # dropped (the notice tells subscribers to clear it too).
+                    partial = self._partial = PartialMessage(request.model)
                     await self._emit(event)
         finally:
             closer = getattr(stream, "aclose", None)

@@ -8,7 +8,8 @@ whose stop reason is ``error`` or ``aborted`` (pi's stream-function contract). D
 only the new text, so the cost of a reply stays linear in its length.
 
 Retry and fallback notices from a provider travel in the same stream so the loop can pass
-them on to the UI as agent events.
+them on to the UI as agent events. A notice means the reply starts over: deltas streamed
+before it are discarded (the loop resets its partial message; a view clears its text).
 """
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ ErrorKind: TypeAlias = Literal[
     "format_error",
     "bad_request",
     "incomplete_response",
+    "budget_exhausted",
     "aborted",
 ]
 
@@ -51,6 +52,7 @@ HINTS: dict[ErrorKind, Hints] = {
     "format_error": Hints(retryable=True, fall_back=True),
     "bad_request": Hints(),
     "incomplete_response": Hints(fall_back=True),
+    "budget_exhausted": Hints(),
     "aborted": Hints(),
 }
 
