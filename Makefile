@@ -9,7 +9,7 @@ VENV       := .venv
 BENCH_VENV := .venv-bench
 # Peers for bench/: exact pins, so numbers stay comparable and the peer code in
 # bench/_pydantic_ai_peer.py keeps matching their APIs.
-BENCH_PEERS := pydantic-ai-slim==2.68.0 openai-agents==0.24.0
+BENCH_PEERS := pydantic-ai-slim==2.68.0 openai-agents==0.24.0 openai==3.57.0 anthropic==2.14.0
 
 .PHONY: test demo bench lint typecheck pytest clean
 
