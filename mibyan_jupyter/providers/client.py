@@ -139,7 +139,8 @@ class ProviderClient:
             async for event in call.run():
                 yield event
             if call.message is not None:
-                yield StreamDone(message=call.message)
+                done = call.message.stop_reason == "error"  # e.g. a content filter
+                yield StreamError(message=call.message) if done else StreamDone(message=call.message)
                 return
             failure, partial = call.error, call.partial
             assert failure is not None
