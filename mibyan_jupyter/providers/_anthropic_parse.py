@@ -20,6 +20,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
+from pydantic_core import from_json
+
 from mibyan_jupyter.core.messages import (
     AssistantMessage,
     FunctionCall,
@@ -126,7 +128,7 @@ class AnthropicParser:
 
     def feed(self, event: SseEvent) -> list[StreamEvent]:
         try:
-            return self._dispatch(_obj(json.loads(event.data)), event.event)
+            return self._dispatch(_obj(from_json(event.data)), event.event)
         except (ValueError, TypeError):  # invalid JSON, or a field of the wrong type
             raise ProviderError("format_error", f"malformed {event.event!r} stream event") from None
 
