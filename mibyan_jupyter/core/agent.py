@@ -286,9 +286,9 @@ class Agent:
 
     def chat(self, message: str) -> str:
         """Sync :meth:`achat`, usable from a script or from inside a running loop."""
-        from .conversation import run_sync
+        from .conversation import closing_loop_resources, run_sync
 
-        return run_sync(self.achat(message))
+        return run_sync(closing_loop_resources(self.stream_fn, self.achat(message)))
 
     async def arun_conversation(
         self,
@@ -311,8 +311,11 @@ class Agent:
         task_id: str | None = None,
     ) -> dict[str, Any]:
         """Hermes' ``run_conversation`` -> ``{"messages", "metadata", "usage"}`` (sync)."""
-        from .conversation import run_sync
+        from .conversation import closing_loop_resources, run_sync
 
         return run_sync(
-            self.arun_conversation(user_message, system_message, conversation_history, task_id)
+            closing_loop_resources(
+                self.stream_fn,
+                self.arun_conversation(user_message, system_message, conversation_history, task_id),
+            )
         )

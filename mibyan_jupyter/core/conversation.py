@@ -53,6 +53,18 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     return box["value"]  # type: ignore[no-any-return]
 
 
+async def closing_loop_resources(stream_fn: object, coro: Coroutine[Any, Any, T]) -> T:
+    """Await ``coro``, then let the stream function release what it holds for this event
+    loop (a provider's pooled connections): the sync facade runs each call on a loop of
+    its own, which is closed right after."""
+    try:
+        return await coro
+    finally:
+        close = getattr(stream_fn, "aclose", None)
+        if close is not None:
+            await close()
+
+
 def final_text(messages: Sequence[Message]) -> str:
     """The text of the last assistant message that has any."""
     for message in reversed(messages):

@@ -140,7 +140,9 @@ class ProviderClient:
                 yield event
             if call.message is not None:
                 done = call.message.stop_reason == "error"  # e.g. a content filter
-                yield StreamError(message=call.message) if done else StreamDone(message=call.message)
+                yield (
+                    StreamError(message=call.message) if done else StreamDone(message=call.message)
+                )
                 return
             failure, partial = call.error, call.partial
             assert failure is not None

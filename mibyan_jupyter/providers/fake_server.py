@@ -230,9 +230,10 @@ class _Handler(BaseHTTPRequestHandler):
         for i, unit in enumerate(units):
             if cut is not None and i == min(cut, len(units) - 1):
                 self._chunk(_half_event(unit))
-                if clean_eof:
+                if clean_eof:  # a well-formed end of the body: the connection stays usable
                     self._chunk(b"")
-                self.close_connection = True  # FIN; without the last chunk an abrupt end
+                else:  # no last chunk, then FIN: an abrupt end
+                    self.close_connection = True
                 return
             if stall is not None and i == stall[0] and not self.fake._sleep(stall[1]):
                 self.close_connection = True
