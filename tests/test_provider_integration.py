@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import httpx
 import pytest
@@ -47,9 +47,8 @@ def add(a: int, b: int) -> int:
 
 
 @pytest.fixture
-def server() -> Iterator[FakeProviderServer]:
-    with FakeProviderServer() as fake:
-        yield fake
+def server(fake_provider: FakeProviderServer) -> FakeProviderServer:
+    return fake_provider
 
 
 _OPEN: list[ProviderClient] = []
@@ -239,6 +238,7 @@ async def test_client_errors_are_not_retried(
     assert isinstance(final, AssistantMessage)
     assert final.error_message is not None
     assert (kind or "bad_request") in final.error_message
+    assert final.error_kind == (kind or "bad_request")
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -134,6 +134,9 @@ class AssistantMessage(_Frozen):
     stop_reason: StopReason = "stop"
     usage: Usage = Usage()
     error_message: str | None = None
+    error_kind: str | None = None
+    """The provider's classification of a failure (``rate_limit``, ``context_overflow``...),
+    so a caller can react (compress on overflow) without parsing ``error_message``."""
     model: str | None = None
     api: str | None = None
     timestamp: float = Field(default_factory=_now)

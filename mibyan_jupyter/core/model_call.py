@@ -104,6 +104,7 @@ class PartialMessage:
             stop_reason=stop_reason,
             usage=Usage(),
             error_message=error_message,
+            error_kind=None,
             model=self.model,
             api=self.api,
             timestamp=time.time(),

@@ -153,7 +153,13 @@ class ProviderClient:
         stop = "aborted" if failure.kind == "aborted" else "error"
         base = partial or AssistantMessage(model=request.model)
         yield StreamError(
-            message=base.model_copy(update={"stop_reason": stop, "error_message": str(failure)})
+            message=base.model_copy(
+                update={
+                    "stop_reason": stop,
+                    "error_message": str(failure),
+                    "error_kind": failure.kind,
+                }
+            )
         )
 
     def _take_call(self, *, grace: bool) -> bool:
