@@ -499,3 +499,28 @@ async def test_one_client_serves_several_event_loops(server: FakeProviderServer)
     agent = Agent(stream_fn=client, model="main")
     assert await asyncio.to_thread(agent.chat, "first") == "one"
     assert await asyncio.to_thread(agent.chat, "second") == "two"
+
+
+async def test_an_adapter_bug_ends_the_stream_with_a_redacted_error(
+    server: FakeProviderServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mibyan_jupyter.providers import openai_chat
+
+    def broken(self: object, model: str) -> object:
+        raise KeyError(f"boom {SECRET}")
+
+    monkeypatch.setattr(openai_chat.ChatCompletionsAdapter, "new_parser", broken)
+    monkeypatch.setenv("MIBYAN_TEST_KEY", SECRET)
+    server.push(FakeReply("never parsed"))
+    client = client_for(server, "chat_completions")
+    client.register(
+        "main", resolve_model(f"fake:main-model@{server.base_url}", key_env="MIBYAN_TEST_KEY")
+    )
+    agent = agent_for(client, Recorder())
+    await agent.achat("hi")
+    final = agent.state.messages[-1]
+    assert isinstance(final, AssistantMessage)
+    assert final.stop_reason == "error"
+    assert final.error_message is not None
+    assert "internal error while reading the reply" in final.error_message
+    assert SECRET not in final.error_message

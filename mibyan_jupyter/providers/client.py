@@ -25,7 +25,7 @@ from mibyan_jupyter.core.messages import AssistantMessage
 from mibyan_jupyter.core.notices import FallbackNotice, RetryNotice
 from mibyan_jupyter.core.signal import AbortSignal
 from mibyan_jupyter.core.stream import ModelRequest, StreamDone, StreamError, StreamEvent
-from mibyan_jupyter.providers.credentials import read_key
+from mibyan_jupyter.providers.credentials import REDACT, read_key
 from mibyan_jupyter.providers.errors import ProviderError
 from mibyan_jupyter.providers.http_call import Attempt, stream_once
 from mibyan_jupyter.providers.pricing import PriceTable
@@ -116,7 +116,25 @@ class ProviderClient:
             await client.aclose()
 
     def __call__(self, request: ModelRequest, signal: AbortSignal) -> AsyncIterator[StreamEvent]:
-        return self._stream(request, signal)
+        return self._guarded(request, signal)
+
+    async def _guarded(
+        self, request: ModelRequest, signal: AbortSignal
+    ) -> AsyncIterator[StreamEvent]:
+        """The stream-function contract: never raise; a bug in an adapter still ends the
+        stream with a (redacted) error instead of an exception carrying who knows what."""
+        try:
+            async for event in self._stream(request, signal):
+                yield event
+        except Exception as error:
+            text = REDACT(f"{type(error).__name__}: {error}")
+            message = AssistantMessage(
+                model=request.model,
+                stop_reason="error",
+                error_kind="format_error",
+                error_message=f"internal error while reading the reply: {text}",
+            )
+            yield StreamError(message=message)
 
     async def _stream(
         self, request: ModelRequest, signal: AbortSignal
