@@ -30,6 +30,7 @@ from .config import (
     TurnContext,
     TurnUpdate,
 )
+from .event_stream import AgentEventStream, agent_loop, agent_loop_continue
 from .events import (
     AGENT_EVENT_ADAPTER,
     AgentEnd,
@@ -49,13 +50,7 @@ from .events import (
     TurnStart,
 )
 from .fakes import Call, FunctionModel, Reply, ScriptedModel
-from .loop import (
-    AgentEventStream,
-    agent_loop,
-    agent_loop_continue,
-    run_agent_loop,
-    run_agent_loop_continue,
-)
+from .loop import run_agent_loop, run_agent_loop_continue
 from .messages import (
     MESSAGE_ADAPTER,
     AssistantMessage,

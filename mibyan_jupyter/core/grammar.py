@@ -9,6 +9,9 @@ is still open and emits exactly the missing closing events, never one twice.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
+from typing import Literal, TypeAlias
+
 from .events import (
     AgentEnd,
     AgentEvent,
@@ -21,7 +24,18 @@ from .events import (
     TurnEnd,
     TurnStart,
 )
-from .messages import Message
+from .messages import AssistantMessage, Message, ToolMessage
+
+CANCELLED = "Tool call cancelled by the user before it finished; its outcome is unknown."
+
+
+def cancelled_result(call_id: str, name: str) -> ToolMessage:
+    return ToolMessage(tool_call_id=call_id, name=name, content=CANCELLED, is_error=True)
+
+
+EndReasonLike: TypeAlias = Literal[
+    "completed", "aborted", "error", "stopped_by_hook", "budget_exhausted"
+]
 
 
 class GrammarTracker:
@@ -53,3 +67,56 @@ class GrammarTracker:
             self.pending_approvals.pop(event.call_id, None)
         elif isinstance(event, AgentEnd):
             self.agent_ended = True
+
+    def closing_events(
+        self,
+        *,
+        turn_message: AssistantMessage | None,
+        turn_results: Sequence[ToolMessage],
+        finished: Mapping[str, ToolMessage],
+        append: Callable[[Message], None],
+        new_messages: Sequence[Message],
+        reason: EndReasonLike,
+    ) -> tuple[list[AgentEvent], AssistantMessage | None]:
+        """The events that close whatever is open, in grammar order, and the turn's
+        assistant message. Messages the events announce are appended (via ``append``)
+        first; each tool call of the turn gets a result: the real one if it finished
+        (``finished``), else "cancelled"."""
+        steps: list[AgentEvent] = []
+        open_message = self.open_message
+        if open_message is not None:
+            if isinstance(open_message, AssistantMessage) and turn_message is None:
+                open_message = open_message.model_copy(
+                    update={"stop_reason": "aborted", "error_message": "the run was interrupted"}
+                )
+                turn_message = open_message
+                append(open_message)
+            steps.append(MessageEnd(message=open_message))
+        for call_id, name in self.pending_approvals.items():
+            steps.append(
+                ApprovalResolved(
+                    call_id=call_id,
+                    name=name,
+                    approved=False,
+                    decided_by="abort",
+                    reason="the run was interrupted",
+                )
+            )
+        for call_id, name in self.open_tools.items():
+            result = finished.get(call_id) or cancelled_result(call_id, name)
+            steps.append(
+                ToolExecutionEnd(
+                    call_id=call_id, name=name, result=result, is_error=result.is_error
+                )
+            )
+        if self.turn_open and turn_message is not None and turn_message.sendable:
+            answered = {m.tool_call_id for m in turn_results}
+            for call in turn_message.tool_calls:
+                if call.id not in answered:
+                    result = finished.get(call.id) or cancelled_result(call.id, call.function.name)
+                    append(result)
+                    steps += [MessageStart(message=result), MessageEnd(message=result)]
+        if self.turn_open:
+            steps.append(TurnEnd(message=turn_message, tool_results=tuple(turn_results)))
+        steps.append(AgentEnd(messages=tuple(new_messages), reason=reason))
+        return steps, turn_message

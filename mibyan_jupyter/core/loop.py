@@ -28,9 +28,9 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 from .budget import BudgetLimits, BudgetTracker
 from .config import AgentContext, LoopConfig, TurnContext, TurnUpdate
@@ -38,23 +38,21 @@ from .events import (
     AgentEnd,
     AgentEvent,
     AgentStart,
-    ApprovalResolved,
     MessageEnd,
     MessageStart,
-    ToolExecutionEnd,
     TurnEnd,
     TurnStart,
 )
-from .grammar import GrammarTracker
+from .grammar import EndReasonLike, GrammarTracker
 from .messages import AssistantMessage, Message, ToolMessage, UserMessage
 from .model_call import ModelCall
 from .signal import AbortSignal
 from .stream import ModelRequest, StreamFn
-from .tool_batch import CANCELLED, ToolBatch
+from .tool_batch import ToolBatch
 from .transcript import ModelView, TranscriptError, validate_transcript
 
 EventSink = Callable[[AgentEvent], Awaitable[None] | None]
-EndReason = Literal["completed", "aborted", "error", "stopped_by_hook", "budget_exhausted"]
+EndReason = EndReasonLike
 T = TypeVar("T")
 
 _UNLIMITED = BudgetLimits(max_turns=None)
@@ -321,50 +319,18 @@ class _LoopRun:
         """An exception escaped (a subscriber failed, or the task was cancelled outside the
         handling of a model call or tool batch): emit exactly the closing events still
         missing and give every tool call of the turn a result, then let it go on."""
-        tracker = self.tracker
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
-        if tracker.agent_ended:
+        if self.tracker.agent_ended:
             return
-        finished = self.batch.finished if self.batch is not None else {}
-        steps: list[AgentEvent] = []
-        open_message = tracker.open_message
-        if open_message is not None:
-            if isinstance(open_message, AssistantMessage) and self.turn_message is None:
-                open_message = open_message.model_copy(
-                    update={"stop_reason": "aborted", "error_message": "the run was interrupted"}
-                )
-                self.turn_message = open_message
-                self.append(open_message)
-            steps.append(MessageEnd(message=open_message))
-        for call_id, name in list(tracker.pending_approvals.items()):
-            steps.append(
-                ApprovalResolved(
-                    call_id=call_id,
-                    name=name,
-                    approved=False,
-                    decided_by="abort",
-                    reason="the run was interrupted",
-                )
-            )
-        for call_id, name in list(tracker.open_tools.items()):
-            result = finished.get(call_id) or _cancelled(call_id, name)
-            steps.append(
-                ToolExecutionEnd(
-                    call_id=call_id, name=name, result=result, is_error=result.is_error
-                )
-            )
-        last = self.turn_message
-        if tracker.turn_open and last is not None and last.sendable and last.tool_calls:
-            answered = {m.tool_call_id for m in self.turn_results}
-            for call in last.tool_calls:
-                if call.id not in answered:
-                    result = finished.get(call.id) or _cancelled(call.id, call.function.name)
-                    self.append(result)
-                    steps += [MessageStart(message=result), MessageEnd(message=result)]
-        if tracker.turn_open:
-            steps.append(TurnEnd(message=last, tool_results=tuple(self.turn_results)))
-        steps.append(AgentEnd(messages=tuple(self.new_messages), reason=reason))
+        steps, self.turn_message = self.tracker.closing_events(
+            turn_message=self.turn_message,
+            turn_results=self.turn_results,
+            finished=self.batch.finished if self.batch is not None else {},
+            append=self.append,
+            new_messages=self.new_messages,
+            reason=reason,
+        )
         for event in steps:
             try:
                 await self.emit(event)
@@ -372,10 +338,6 @@ class _LoopRun:
                 self.cancelled_externally = True
             except Exception:  # a broken subscriber must not stop the closing events
                 pass
-
-
-def _cancelled(call_id: str, name: str) -> ToolMessage:
-    return ToolMessage(tool_call_id=call_id, name=name, content=CANCELLED, is_error=True)
 
 
 def _summary_text(message: AssistantMessage) -> AssistantMessage:
@@ -388,7 +350,7 @@ def _summary_text(message: AssistantMessage) -> AssistantMessage:
     return message.model_copy(update={"content": content, "tool_calls": (), "stop_reason": stop})
 
 
-def _check_continue(context: AgentContext) -> None:
+def check_continue(context: AgentContext) -> None:
     if not context.messages:
         raise ValueError("cannot continue: the context has no messages (start with a prompt)")
 
@@ -419,7 +381,7 @@ async def run_agent_loop_continue(
     messages are queued: then queued steering messages (or else follow-ups) become the
     prompts. Raises ``ValueError`` before any event when there is nothing to continue from.
     """
-    _check_continue(context)
+    check_continue(context)
     tail = context.messages[-1]
     if isinstance(tail, AssistantMessage) and tail.sendable:
         queued = (
@@ -437,61 +399,3 @@ async def run_agent_loop_continue(
         run = _LoopRun(context, config, signal or AbortSignal(), stream_fn, emit)
         return await run.run(queued, steering_poll=False)
     return await run_agent_loop((), context, config, signal, stream_fn, emit)
-
-
-class AgentEventStream:
-    """Events of a loop running in a background task, as an async iterator.
-
-    ``result()`` returns the new messages. Leaving the iteration early does not stop the
-    run; ``aclose()`` does (it cancels the task).
-    """
-
-    def __init__(self, start: Callable[[EventSink], Awaitable[list[Message]]]) -> None:
-        self._queue: asyncio.Queue[AgentEvent | None] = asyncio.Queue()
-        self._task = asyncio.ensure_future(start(self._queue.put_nowait))
-        # Also when the task is cancelled before its first step: the iteration must end.
-        self._task.add_done_callback(lambda _: self._queue.put_nowait(None))
-
-    def __aiter__(self) -> AsyncIterator[AgentEvent]:
-        return self
-
-    async def __anext__(self) -> AgentEvent:
-        event = await self._queue.get()
-        if event is None:
-            if self._task.done() and not self._task.cancelled() and self._task.exception():
-                raise self._task.exception()  # type: ignore[misc]
-            raise StopAsyncIteration
-        return event
-
-    async def result(self) -> list[Message]:
-        return await self._task
-
-    async def aclose(self) -> None:
-        self._task.cancel()
-        await asyncio.gather(self._task, return_exceptions=True)
-
-
-def agent_loop(
-    prompts: Sequence[Message],
-    context: AgentContext,
-    config: LoopConfig,
-    signal: AbortSignal | None,
-    stream_fn: StreamFn,
-) -> AgentEventStream:
-    """Start the loop in a task; iterate the returned stream for its events."""
-    return AgentEventStream(
-        lambda emit: run_agent_loop(prompts, context, config, signal, stream_fn, emit)
-    )
-
-
-def agent_loop_continue(
-    context: AgentContext,
-    config: LoopConfig,
-    signal: AbortSignal | None,
-    stream_fn: StreamFn,
-) -> AgentEventStream:
-    """Like :func:`run_agent_loop_continue`, as a stream. An empty context raises here."""
-    _check_continue(context)
-    return AgentEventStream(
-        lambda emit: run_agent_loop_continue(context, config, signal, stream_fn, emit)
-    )

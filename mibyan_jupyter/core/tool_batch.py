@@ -19,70 +19,35 @@ import contextvars
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel
-
-from .config import AfterToolCall, BeforeToolCall, Block, LoopConfig
+from .config import AfterToolCall, LoopConfig
 from .events import (
     AgentEvent,
-    ApprovalRequested,
-    ApprovalResolved,
     MessageEnd,
     MessageStart,
     ToolExecutionEnd,
     ToolExecutionStart,
     ToolExecutionUpdate,
 )
+from .grammar import CANCELLED
 from .messages import AssistantMessage, Message, ToolCall, ToolMessage
 from .signal import AbortSignal
-from .tools import Tool, ToolArgumentsError, ToolRegistry, ToolResult, as_text, parse_arguments
+from .tool_prepare import Outcome, Prepared, display_args, error_result, maybe_await, prepare_call
+from .tools import ToolRegistry, ToolResult, as_text
 
 Emit = Callable[[AgentEvent], Awaitable[None]]
 
-CANCELLED = "Tool call cancelled by the user before it finished; its outcome is unknown."
 
-
-def truncated_call_error(name: str) -> str:
+def truncated_callerror_result(name: str) -> str:
     return (
         f"Tool call {name!r} was not executed: the response hit the output token limit, so "
         "its arguments may be truncated. Re-issue the tool call with complete arguments."
     )
 
 
-@dataclass(slots=True)
-class _Prepared:
-    call: ToolCall
-    tool: Tool
-    args: Any
-
-
-@dataclass(slots=True)
-class _Outcome:
-    call: ToolCall
-    result: ToolResult
-
-
 class _ToolTimedOut(Exception):
     """The loop's own tool timeout (distinct from a TimeoutError raised by the tool)."""
-
-
-def _error(text: str) -> ToolResult:
-    return ToolResult(content=text, is_error=True)
-
-
-def _display_args(call: ToolCall) -> Any:
-    try:
-        return parse_arguments(call.function.arguments)
-    except ToolArgumentsError:
-        return call.function.arguments
-
-
-def _args_dict(args: Any) -> dict[str, Any]:
-    if isinstance(args, BaseModel):
-        return args.model_dump(mode="json")
-    return dict(args) if isinstance(args, dict) else {}
 
 
 class ToolBatch:
@@ -127,11 +92,13 @@ class ToolBatch:
         for call in self._message.tool_calls:
             await self._emit(
                 ToolExecutionStart(
-                    call_id=call.id, name=call.function.name, args=_display_args(call)
+                    call_id=call.id, name=call.function.name, args=display_args(call)
                 )
             )
             results.append(
-                await self._finish(_Outcome(call, _error(truncated_call_error(call.function.name))))
+                await self._finish(
+                    Outcome(call, error_result(truncated_callerror_result(call.function.name)))
+                )
             )
         return [await self._emit_result(r) for r in results]
 
@@ -152,18 +119,16 @@ class ToolBatch:
         for call in self._message.tool_calls:
             try:
                 if self._signal.aborted:
-                    outcome = _Outcome(call, _error(CANCELLED))
+                    outcome = Outcome(call, error_result(CANCELLED))
                 else:
                     await self._start(call)
                     prepared = await self._prepare(call)
                     outcome = (
-                        prepared
-                        if isinstance(prepared, _Outcome)
-                        else await self._execute(prepared)
+                        prepared if isinstance(prepared, Outcome) else await self._execute(prepared)
                     )
             except asyncio.CancelledError:
                 self._note_cancel()
-                outcome = _Outcome(call, _error(CANCELLED))
+                outcome = Outcome(call, error_result(CANCELLED))
             if call.id not in self._started:
                 await self._start(call)
             messages.append(await self._emit_result(await self._finish(outcome)))
@@ -178,10 +143,10 @@ class ToolBatch:
             for index, call in enumerate(calls):
                 await self._start(call)
                 if self._signal.aborted:
-                    slots[index] = await self._finish(_Outcome(call, _error(CANCELLED)))
+                    slots[index] = await self._finish(Outcome(call, error_result(CANCELLED)))
                     continue
                 prepared = await self._prepare(call)
-                if isinstance(prepared, _Outcome):
+                if isinstance(prepared, Outcome):
                     slots[index] = await self._finish(prepared)
                 else:
                     slots[index] = asyncio.ensure_future(self._execute_and_finish(prepared))
@@ -207,17 +172,17 @@ class ToolBatch:
             slot = slots[index]
             if isinstance(slot, asyncio.Task) and slot.cancelled():  # before it ran or ended
                 known = self.finished.get(call.id)
-                slots[index] = known or await self._finish(_Outcome(call, _error(CANCELLED)))
+                slots[index] = known or await self._finish(Outcome(call, error_result(CANCELLED)))
             elif slot is None:
                 if call.id not in self._started:
                     await self._start(call)
-                slots[index] = await self._finish(_Outcome(call, _error(CANCELLED)))
+                slots[index] = await self._finish(Outcome(call, error_result(CANCELLED)))
 
-    async def _execute_and_finish(self, prepared: _Prepared) -> ToolMessage:
+    async def _execute_and_finish(self, prepared: Prepared) -> ToolMessage:
         try:
             outcome = await self._execute(prepared)
         except asyncio.CancelledError:
-            outcome = _Outcome(prepared.call, _error(CANCELLED))
+            outcome = Outcome(prepared.call, error_result(CANCELLED))
         return await self._finish(outcome)
 
     # -- steps ------------------------------------------------------------------------
@@ -225,84 +190,21 @@ class ToolBatch:
     async def _start(self, call: ToolCall) -> None:
         self._started.add(call.id)
         await self._emit(
-            ToolExecutionStart(call_id=call.id, name=call.function.name, args=_display_args(call))
+            ToolExecutionStart(call_id=call.id, name=call.function.name, args=display_args(call))
         )
 
-    async def _prepare(self, call: ToolCall) -> _Prepared | _Outcome:
-        name = call.function.name
-        tool = self._tools.get(name)
-        if tool is None:
-            available = ", ".join(self._tools) or "none"
-            return _Outcome(call, _error(f"Tool {name!r} not found. Available tools: {available}."))
-        received = call.function.arguments
-        try:
-            raw = parse_arguments(received)
-            if tool.prepare_arguments is not None:
-                raw = tool.prepare_arguments(raw)
-            args = tool.validate(raw)
-        except ToolArgumentsError as error:
-            return _Outcome(
-                call,
-                _error(f"Invalid arguments for {name}: {error}. Received: {received or '(empty)'}"),
-            )
-        except Exception as error:
-            return _Outcome(
-                call,
-                _error(
-                    f"Preparing the arguments of {name} failed: {type(error).__name__}: {error}"
-                ),
-            )
-        try:
-            hook = self._config.before_tool_call
-            if hook is not None:
-                verdict = await _maybe_await(
-                    hook(
-                        BeforeToolCall(self._message, call, tool, args, self._transcript),
-                        self._signal,
-                    )
-                )
-                if isinstance(verdict, Block):
-                    return _Outcome(call, _error(verdict.reason))
-            gate = self._config.approval
-            if gate is not None:
-                outcome = await gate.check(
-                    call.id,
-                    name,
-                    _args_dict(args),
-                    side_effects=tool.side_effects,
-                    emit=self._emit_approval,
-                    signal=self._signal,
-                )
-                if not outcome.approved:
-                    reason = outcome.reason or "the user denied it"
-                    return _Outcome(
-                        call,
-                        _error(
-                            f"The call to {name} was denied: {reason}. Do not retry the same call; "
-                            "ask the user or try a different approach."
-                        ),
-                    )
-                if outcome.args is not None:
-                    try:
-                        args = tool.validate(dict(outcome.args))
-                    except ToolArgumentsError as error:
-                        return _Outcome(
-                            call, _error(f"The arguments given at approval are invalid: {error}")
-                        )
-        except asyncio.CancelledError:
-            raise
-        except Exception as error:
-            return _Outcome(
-                call, _error(f"before_tool_call failed: {type(error).__name__}: {error}")
-            )
-        if self._signal.aborted:
-            return _Outcome(call, _error(CANCELLED))
-        return _Prepared(call, tool, args)
+    async def _prepare(self, call: ToolCall) -> Prepared | Outcome:
+        return await prepare_call(
+            call,
+            self._tools,
+            self._config,
+            self._signal,
+            self._emit,
+            self._message,
+            self._transcript,
+        )
 
-    async def _emit_approval(self, event: ApprovalRequested | ApprovalResolved) -> None:
-        await self._emit(event)
-
-    async def _execute(self, prepared: _Prepared) -> _Outcome:
+    async def _execute(self, prepared: Prepared) -> Outcome:
         call, tool = prepared.call, prepared.tool
         loop = asyncio.get_running_loop()
         accepting = True
@@ -340,14 +242,14 @@ class ToolBatch:
                 value = await value
             result = value if isinstance(value, ToolResult) else ToolResult(content=as_text(value))
         except _ToolTimedOut:
-            result = _error(
+            result = error_result(
                 f"Tool {call.function.name!r} timed out after {self._config.tool_timeout:g} seconds; "
                 "split the work into smaller steps."
             )
         except asyncio.CancelledError:
             raise
         except Exception as error:
-            result = _error(f"{type(error).__name__}: {error}")
+            result = error_result(f"{type(error).__name__}: {error}")
         finally:
             accepting = False
         await asyncio.sleep(0)  # run update callbacks already scheduled from a thread
@@ -372,12 +274,12 @@ class ToolBatch:
             raise _ToolTimedOut
         return future.result()
 
-    async def _after(self, prepared: _Prepared, result: ToolResult) -> _Outcome:
+    async def _after(self, prepared: Prepared, result: ToolResult) -> Outcome:
         hook = self._config.after_tool_call
         if hook is None:
-            return _Outcome(prepared.call, result)
+            return Outcome(prepared.call, result)
         try:
-            override = await _maybe_await(
+            override = await maybe_await(
                 hook(
                     AfterToolCall(
                         self._message,
@@ -393,12 +295,13 @@ class ToolBatch:
         except asyncio.CancelledError:
             raise
         except Exception as error:
-            return _Outcome(
-                prepared.call, _error(f"after_tool_call failed: {type(error).__name__}: {error}")
+            return Outcome(
+                prepared.call,
+                error_result(f"after_tool_call failed: {type(error).__name__}: {error}"),
             )
         if override is None:
-            return _Outcome(prepared.call, result)
-        return _Outcome(
+            return Outcome(prepared.call, result)
+        return Outcome(
             prepared.call,
             ToolResult(
                 content=result.content if override.content is None else override.content,
@@ -407,7 +310,7 @@ class ToolBatch:
             ),
         )
 
-    async def _finish(self, outcome: _Outcome) -> ToolMessage:
+    async def _finish(self, outcome: Outcome) -> ToolMessage:
         call, result = outcome.call, outcome.result
         known = self.finished.get(call.id)
         if known is not None:  # already finished (its End may have been cancelled)
@@ -436,9 +339,3 @@ class ToolBatch:
     def _note_cancel(self) -> None:
         if not self._signal._absorb_cancel():
             self.cancelled_externally = True
-
-
-async def _maybe_await(value: Any) -> Any:
-    if inspect.isawaitable(value):
-        return await value
-    return value
