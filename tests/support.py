@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
+from pathlib import Path
 
 from mibyan_jupyter.core import (
     AgentEnd,
@@ -129,3 +131,15 @@ def check_each_run(events: Sequence[AgentEvent]) -> None:
             check_grammar(run)
             run = []
     assert not run, "a run without AgentEnd"
+
+
+def _fixtures_root() -> Path:
+    """``../shared/fixtures`` beside the checkout, or ``$MIBYAN_FIXTURES``; never copied in."""
+    override = os.environ.get("MIBYAN_FIXTURES")
+    return (
+        Path(override) if override else Path(__file__).resolve().parents[2] / "shared" / "fixtures"
+    )
+
+
+PROVIDER_STREAMS = _fixtures_root() / "provider-streams"
+"""Recorded real provider streams; tests that read them skip when the folder is absent."""

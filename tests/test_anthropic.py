@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
+from support import PROVIDER_STREAMS
 
 from mibyan_jupyter.core.messages import (
     AssistantMessage,
@@ -32,7 +32,7 @@ from mibyan_jupyter.providers.anthropic import THINKING_BUDGETS, AnthropicAdapte
 from mibyan_jupyter.providers.errors import ProviderError, classify_status
 from mibyan_jupyter.providers.sse import SseDecoder
 
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "provider-streams"
+FIXTURES = PROVIDER_STREAMS
 ADAPTER = AnthropicAdapter()
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk"
 

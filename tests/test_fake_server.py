@@ -21,6 +21,7 @@ from typing import Any
 import httpx
 import pytest
 from pydantic import ValidationError
+from support import PROVIDER_STREAMS
 
 from mibyan_jupyter.providers.base import ApiMode, SseEvent
 from mibyan_jupyter.providers.fake_server import (
@@ -37,7 +38,7 @@ from mibyan_jupyter.providers.fake_server import (
 )
 from mibyan_jupyter.providers.sse import SseDecoder
 
-CASSETTES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "provider-streams"
+CASSETTES = PROVIDER_STREAMS
 APIS: tuple[ApiMode, ...] = ("chat_completions", "codex_responses", "anthropic_messages")
 PATH: dict[ApiMode, str] = {
     "chat_completions": "/chat/completions",

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
+from support import PROVIDER_STREAMS
 
 from mibyan_jupyter.core.messages import (
     AssistantMessage,
@@ -49,7 +49,7 @@ from mibyan_jupyter.providers.openai_chat import ChatCompletionsAdapter
 from mibyan_jupyter.providers.partial_json import parse_partial
 from mibyan_jupyter.providers.sse import SseDecoder
 
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "provider-streams"
+FIXTURES = PROVIDER_STREAMS
 ADAPTER = ChatCompletionsAdapter()
 IMAGE = ImagePart(image_url=ImageUrl(url="data:image/png;base64,iVBORw0KGgo=", detail="low"))
 WEATHER = ToolSpec("weather", "Weather for a city.", {"type": "object", "properties": {}})

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
+from support import PROVIDER_STREAMS
 
 from mibyan_jupyter.core.messages import (
     AssistantMessage,
@@ -48,7 +48,7 @@ from mibyan_jupyter.providers.errors import ProviderError, classify_status
 from mibyan_jupyter.providers.openai_responses import ResponsesAdapter
 from mibyan_jupyter.providers.sse import SseDecoder
 
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "provider-streams"
+FIXTURES = PROVIDER_STREAMS
 ADAPTER = ResponsesAdapter()
 IMAGE = ImagePart(image_url=ImageUrl(url="data:image/png;base64,iVBORw0KGgo="))
 WEATHER = ToolSpec("weather", "Weather for a city.", {"type": "object", "properties": {}})
