@@ -1,0 +1,221 @@
+"""Opening the session database: where it lives, how it is protected, how it migrates.
+
+Safety rules, each one tested:
+
+* The default file is ``<jupyter data dir>/mibyan/sessions.sqlite3``; ``MIBYAN_DB`` or the
+  ``path`` argument override it.
+* A file that is not a SQLite database, is corrupt or unreadable is refused with an error
+  that names it, and is never written to (no migration, no WAL file created first).
+* A database made by a newer version (a higher schema number) is refused: we cannot know
+  what its tables mean.
+* Migrations are numbered, append-only SQL files, applied in one ``BEGIN IMMEDIATE``
+  transaction each, so two kernels opening a fresh file at once do not race.
+* WAL mode, foreign keys, a busy timeout, and writes that retry on ``database is locked``
+  instead of surfacing it. ``synchronous=NORMAL`` by default: in WAL mode a committed
+  transaction survives a killed process (what a kernel crash is); ``durability="full"``
+  also survives power loss at ~5x the cost per commit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import sqlite3
+import time
+from collections.abc import Iterator
+from importlib import resources
+from pathlib import Path
+from typing import Literal
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+ENV_PATH = "MIBYAN_DB"
+Durability = Literal["normal", "full"]
+
+
+class StoreError(RuntimeError):
+    """The store cannot be used as it is; the message names the file and what to do."""
+
+
+def default_path() -> Path:
+    """``$MIBYAN_DB``, else ``<jupyter data dir>/mibyan/sessions.sqlite3``."""
+    override = os.environ.get(ENV_PATH)
+    if override:
+        return Path(override).expanduser()
+    try:
+        from jupyter_core.paths import jupyter_data_dir
+
+        base = Path(jupyter_data_dir())
+    except ImportError:  # jupyter_core comes with ipykernel; keep working without it
+        base = Path.home() / ".local" / "share" / "jupyter"
+    return base / "mibyan" / "sessions.sqlite3"
+
+
+def migrations() -> list[tuple[int, str, str]]:
+    """(number, name, sql) of every bundled migration, in order."""
+    found = []
+    for entry in resources.files("mibyan_jupyter.store.migrations").iterdir():
+        match = re.fullmatch(r"(\d{4})_(\w+)\.sql", entry.name)
+        if match:
+            found.append((int(match[1]), match[2], entry.read_text(encoding="utf-8")))
+    found.sort()
+    numbers = [number for number, _, _ in found]
+    if numbers != list(range(1, len(found) + 1)):
+        raise StoreError(f"migrations are not numbered 1..n: {numbers}")
+    return found
+
+
+LATEST = len(migrations())
+
+
+def _check_file(path: Path) -> None:
+    """Refuse, without touching it, a file that is not a SQLite database."""
+    if not path.exists():
+        return
+    try:
+        with path.open("rb") as handle:
+            header = handle.read(16)
+    except OSError as error:
+        raise StoreError(f"cannot read the session database {path}: {error}") from None
+    if header and header != SQLITE_MAGIC:
+        raise StoreError(
+            f"{path} is not a SQLite database (or is corrupt); it was left untouched. "
+            f"Move it away, or point {ENV_PATH} at another file."
+        )
+
+
+class Database:
+    """One connection (autocommit; explicit transactions) to the session store."""
+
+    def __init__(
+        self,
+        path: str | Path | None = None,
+        *,
+        busy_timeout: float = 5.0,
+        durability: Durability = "normal",
+        lock_retry_seconds: float = 30.0,
+    ) -> None:
+        self.path = Path(path).expanduser() if path is not None else default_path()
+        self.lock_retry_seconds = lock_retry_seconds
+        _check_file(self.path)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise StoreError(
+                f"cannot create the folder of the session database {self.path}: {error}"
+            ) from None
+        try:
+            self.conn = sqlite3.connect(
+                self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
+            )
+        except sqlite3.Error as error:
+            raise StoreError(f"cannot open the session database {self.path}: {error}") from None
+        try:
+            version = self._schema_version()
+            if version > LATEST:
+                raise StoreError(
+                    f"{self.path} was written by a newer mibyan-jupyter (schema {version}; "
+                    f"this version knows up to {LATEST}). Upgrade the package, or point "
+                    f"{ENV_PATH} at another file. The file was left untouched."
+                )
+            self.conn.execute("PRAGMA journal_mode=WAL")
+            self.conn.execute(f"PRAGMA synchronous={'FULL' if durability == 'full' else 'NORMAL'}")
+            self.conn.execute("PRAGMA foreign_keys=ON")
+            self.conn.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
+            if version < LATEST:
+                self._migrate()
+        except BaseException:
+            self.conn.close()
+            raise
+
+    def _schema_version(self) -> int:
+        """``PRAGMA user_version``; reading it also proves the file is a usable database."""
+        try:
+            self.conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            row = self.conn.execute("PRAGMA user_version").fetchone()
+        except sqlite3.DatabaseError as error:
+            raise StoreError(
+                f"{self.path} is not a usable SQLite database ({error}); it was left untouched. "
+                f"Move it away, or point {ENV_PATH} at another file."
+            ) from None
+        return int(row[0])
+
+    def _migrate(self) -> None:
+        for number, _name, sql in migrations():
+            with self.transaction():
+                # Re-read inside the write lock: another kernel may have migrated meanwhile.
+                current = int(self.conn.execute("PRAGMA user_version").fetchone()[0])
+                if number <= current:
+                    continue
+                for statement in _statements(sql):
+                    self.conn.execute(statement)
+                self.conn.execute(f"PRAGMA user_version={number}")
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """``BEGIN IMMEDIATE`` ... ``COMMIT``; waits out other writers (busy timeout, then
+        retries with backoff up to ``lock_retry_seconds``) so "database is locked" does
+        not reach the user; rolls back on error."""
+        self._begin()
+        try:
+            yield self.conn
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self._commit()
+
+    def _begin(self) -> None:
+        deadline = time.monotonic() + self.lock_retry_seconds
+        delay = 0.01
+        while True:
+            try:
+                self.conn.execute("BEGIN IMMEDIATE")
+                return
+            except sqlite3.OperationalError as error:
+                if "locked" not in str(error) and "busy" not in str(error):
+                    raise StoreError(f"cannot write to {self.path}: {error}") from None
+                if time.monotonic() >= deadline:
+                    raise StoreError(
+                        f"{self.path} stayed locked by another process for "
+                        f"{self.lock_retry_seconds:g} s; nothing was written"
+                    ) from None
+                time.sleep(delay)
+                delay = min(delay * 2, 0.5)
+
+    def _commit(self) -> None:
+        deadline = time.monotonic() + self.lock_retry_seconds
+        while True:
+            try:
+                self.conn.execute("COMMIT")
+                return
+            except sqlite3.OperationalError as error:
+                if (
+                    "locked" not in str(error) and "busy" not in str(error)
+                ) or time.monotonic() >= deadline:
+                    self.conn.execute("ROLLBACK")
+                    raise StoreError(f"cannot commit to {self.path}: {error}") from None
+                time.sleep(0.05)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> Database:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _statements(sql: str) -> list[str]:
+    """Split a migration into statements (``sqlite3.complete_statement`` knows triggers)."""
+    statements, buffer = [], ""
+    for line in sql.splitlines(keepends=True):
+        if not buffer and line.lstrip().startswith("--"):
+            continue
+        buffer += line
+        if sqlite3.complete_statement(buffer):
+            statements.append(buffer.strip())
+            buffer = ""
+    if buffer.strip():
+        raise StoreError(f"incomplete SQL statement in a migration: {buffer.strip()[:80]}")
+    return statements

@@ -1,0 +1,164 @@
+"""Rows in and out: the few writes and reads everything else in the store is built from.
+
+Each write is one short transaction (see :meth:`Database.transaction`), so a message is
+durable the moment its call returns and a killed kernel loses nothing that had finished.
+Messages are stored whole, as the core's JSON (``MESSAGE_ADAPTER``, the storage format),
+next to a few denormalized columns for queries and the full-text index.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from mibyan_jupyter.core.messages import (
+    MESSAGE_ADAPTER,
+    AssistantMessage,
+    Message,
+    ToolMessage,
+    UserMessage,
+    content_text,
+)
+from mibyan_jupyter.store.db import Database
+
+TITLE_LENGTH = 80
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex
+
+
+def message_text(message: Message) -> str:
+    """What full-text search sees: the text, plus tool names and arguments."""
+    if isinstance(message, AssistantMessage):
+        parts = [message.content or ""]
+        parts += [f"{c.function.name} {c.function.arguments}" for c in message.tool_calls]
+        return "\n".join(p for p in parts if p)
+    return content_text(message.content)
+
+
+def insert_session(
+    db: Database,
+    *,
+    session_id: str | None = None,
+    title: str = "",
+    model: str | None = None,
+    api_mode: str | None = None,
+    notebook_path: str | None = None,
+    config: Mapping[str, Any] | None = None,
+    parent_id: str | None = None,
+    link_kind: str | None = None,
+    fork_at: int | None = None,
+) -> str:
+    """Create a session row; ``config`` must hold no secrets (callers pass plain options)."""
+    session_id = session_id or new_id()
+    now = time.time()
+    with db.transaction() as conn:
+        conn.execute(
+            "INSERT INTO sessions (id, parent_id, link_kind, fork_at, title, model, api_mode,"
+            " notebook_path, config, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                session_id,
+                parent_id,
+                link_kind,
+                fork_at,
+                title[:TITLE_LENGTH],
+                model,
+                api_mode,
+                notebook_path,
+                json.dumps(dict(config or {})),
+                now,
+                now,
+            ),
+        )
+    return session_id
+
+
+def append_message(db: Database, session_id: str, message: Message) -> int:
+    """Append ``message`` as the session's next message; returns its sequence number.
+    The first user message also becomes the session's title when it has none."""
+    data = MESSAGE_ADAPTER.dump_json(message).decode()
+    tool_calls = None
+    stop_reason = usage = model = None
+    aborted = 0
+    if isinstance(message, AssistantMessage):
+        if message.tool_calls:
+            tool_calls = json.dumps([c.model_dump() for c in message.tool_calls])
+        stop_reason, model = message.stop_reason, message.model
+        usage = message.usage.model_dump_json()
+        aborted = int(message.stop_reason == "aborted")
+    now = time.time()
+    with db.transaction() as conn:
+        row = conn.execute(
+            "SELECT coalesce(max(seq), -1) + 1 FROM messages WHERE session_id = ?", (session_id,)
+        ).fetchone()
+        seq = int(row[0])
+        conn.execute(
+            "INSERT INTO messages (session_id, seq, role, text, data, tool_calls, tool_call_id,"
+            " tool_name, stop_reason, usage, model, aborted, created_at)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                session_id,
+                seq,
+                message.role,
+                message_text(message),
+                data,
+                tool_calls,
+                message.tool_call_id if isinstance(message, ToolMessage) else None,
+                message.name if isinstance(message, ToolMessage) else None,
+                stop_reason,
+                usage,
+                model,
+                aborted,
+                now,
+            ),
+        )
+        title = (
+            content_text(message.content).strip().splitlines()[0]
+            if isinstance(message, UserMessage) and content_text(message.content).strip()
+            else None
+        )
+        if title:
+            conn.execute(
+                "UPDATE sessions SET updated_at = ?, title = CASE WHEN title = '' THEN ? ELSE title END WHERE id = ?",
+                (now, title[:TITLE_LENGTH], session_id),
+            )
+        else:
+            conn.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (now, session_id))
+    return seq
+
+
+def load_messages(db: Database, session_id: str, *, upto: int | None = None) -> list[Message]:
+    """The session's messages, typed, in order (``upto``: sequence numbers < upto)."""
+    query = "SELECT data FROM messages WHERE session_id = ?"
+    params: tuple[Any, ...] = (session_id,)
+    if upto is not None:
+        query += " AND seq < ?"
+        params += (upto,)
+    rows = db.conn.execute(query + " ORDER BY seq", params).fetchall()
+    return [MESSAGE_ADAPTER.validate_json(data) for (data,) in rows]
+
+
+def set_status(
+    db: Database, session_id: str, status: str, *, end_reason: str | None = None
+) -> None:
+    """Keep the session's status true; ``running`` also records which process owns it, so
+    a session whose kernel died can be shown as interrupted."""
+    now = time.time()
+    owner = (
+        (os.getpid(), socket.gethostname())
+        if status in ("running", "awaiting_approval")
+        else (None, None)
+    )
+    with db.transaction() as conn:
+        conn.execute(
+            "UPDATE sessions SET status = ?, owner_pid = ?, owner_host = ?, updated_at = ?,"
+            " ended_at = CASE WHEN ? = 'idle' THEN ? ELSE ended_at END,"
+            " end_reason = coalesce(?, end_reason) WHERE id = ?",
+            (status, owner[0], owner[1], now, status, now, end_reason, session_id),
+        )
