@@ -16,10 +16,13 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
+from pydantic import TypeAdapter
+
 from mibyan_jupyter.core.messages import (
     MESSAGE_ADAPTER,
     AssistantMessage,
     Message,
+    ToolCall,
     ToolMessage,
     UserMessage,
     content_text,
@@ -27,6 +30,7 @@ from mibyan_jupyter.core.messages import (
 from mibyan_jupyter.store.db import Database
 
 TITLE_LENGTH = 80
+_TOOL_CALLS: TypeAdapter[tuple[ToolCall, ...]] = TypeAdapter(tuple[ToolCall, ...])
 
 
 def new_id() -> str:
@@ -79,25 +83,27 @@ def insert_session(
     return session_id
 
 
-def append_message(db: Database, session_id: str, message: Message) -> int:
-    """Append ``message`` as the session's next message; returns its sequence number.
-    The first user message also becomes the session's title when it has none."""
+def append_message(db: Database, session_id: str, message: Message, *, seq: int | None = None) -> int:
+    """Append ``message`` as the session's message number ``seq`` (default: the next one);
+    returns the sequence number. A user message also touches the session's ``updated_at``
+    (the runs' status changes do the rest) and becomes its title when it has none."""
     data = MESSAGE_ADAPTER.dump_json(message).decode()
     tool_calls = None
     stop_reason = usage = model = None
     aborted = 0
     if isinstance(message, AssistantMessage):
         if message.tool_calls:
-            tool_calls = json.dumps([c.model_dump() for c in message.tool_calls])
+            tool_calls = _TOOL_CALLS.dump_json(message.tool_calls).decode()
         stop_reason, model = message.stop_reason, message.model
         usage = message.usage.model_dump_json()
         aborted = int(message.stop_reason == "aborted")
     now = time.time()
     with db.transaction() as conn:
-        row = conn.execute(
-            "SELECT coalesce(max(seq), -1) + 1 FROM messages WHERE session_id = ?", (session_id,)
-        ).fetchone()
-        seq = int(row[0])
+        if seq is None:
+            row = conn.execute(
+                "SELECT coalesce(max(seq), -1) + 1 FROM messages WHERE session_id = ?", (session_id,)
+            ).fetchone()
+            seq = int(row[0])
         conn.execute(
             "INSERT INTO messages (session_id, seq, role, text, data, tool_calls, tool_call_id,"
             " tool_name, stop_reason, usage, model, aborted, created_at)"
@@ -128,9 +134,23 @@ def append_message(db: Database, session_id: str, message: Message) -> int:
                 "UPDATE sessions SET updated_at = ?, title = CASE WHEN title = '' THEN ? ELSE title END WHERE id = ?",
                 (now, title[:TITLE_LENGTH], session_id),
             )
-        else:
-            conn.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (now, session_id))
     return seq
+
+
+def index_pending(db: Database) -> int:
+    """Add every message not yet in the full-text index, in one transaction; returns how
+    many. Search calls it first, so results always cover every stored message."""
+    with db.transaction() as conn:
+        (upto,) = conn.execute("SELECT indexed_upto FROM fts_state WHERE id = 1").fetchone()
+        (newest,) = conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()
+        if newest <= upto:
+            return 0
+        cursor = conn.execute(
+            "INSERT INTO messages_fts(rowid, text) SELECT id, text FROM messages WHERE id > ? AND id <= ?",
+            (upto, newest),
+        )
+        conn.execute("UPDATE fts_state SET indexed_upto = ? WHERE id = 1", (newest,))
+        return int(cursor.rowcount)
 
 
 def load_messages(db: Database, session_id: str, *, upto: int | None = None) -> list[Message]:

@@ -25,7 +25,7 @@ CREATE INDEX sessions_by_notebook ON sessions(notebook_path, updated_at);
 CREATE INDEX sessions_by_parent ON sessions(parent_id);
 
 CREATE TABLE messages (
-    id           INTEGER PRIMARY KEY,
+    id           INTEGER PRIMARY KEY AUTOINCREMENT,
     session_id   TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
     seq          INTEGER NOT NULL,
     role         TEXT NOT NULL CHECK (role IN ('system', 'user', 'assistant', 'tool')),
@@ -86,16 +86,25 @@ CREATE TABLE usage_ledger (
 ) STRICT;
 CREATE INDEX usage_by_session ON usage_ledger(session_id);
 
+-- Full-text index over messages.text. Rows are indexed in batches (search catches up
+-- first, the writer at the end of each run), not by a trigger on every append: indexing
+-- one message per transaction doubled the cost of making a message durable. Ids never
+-- repeat (AUTOINCREMENT), so fts_state.indexed_upto marks exactly what is indexed, and
+-- deletes/updates touch the index only for rows it holds.
 CREATE VIRTUAL TABLE messages_fts USING fts5(
     text, content='messages', content_rowid='id', tokenize='unicode61 remove_diacritics 2'
 );
-CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages BEGIN
-    INSERT INTO messages_fts(rowid, text) VALUES (new.id, new.text);
-END;
-CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
+CREATE TABLE fts_state (
+    id           INTEGER PRIMARY KEY CHECK (id = 1),
+    indexed_upto INTEGER NOT NULL
+) STRICT;
+INSERT INTO fts_state (id, indexed_upto) VALUES (1, 0);
+CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages
+WHEN old.id <= (SELECT indexed_upto FROM fts_state WHERE id = 1) BEGIN
     INSERT INTO messages_fts(messages_fts, rowid, text) VALUES ('delete', old.id, old.text);
 END;
-CREATE TRIGGER messages_fts_update AFTER UPDATE OF text ON messages BEGIN
+CREATE TRIGGER messages_fts_update AFTER UPDATE OF text ON messages
+WHEN old.id <= (SELECT indexed_upto FROM fts_state WHERE id = 1) BEGIN
     INSERT INTO messages_fts(messages_fts, rowid, text) VALUES ('delete', old.id, old.text);
     INSERT INTO messages_fts(rowid, text) VALUES (new.id, new.text);
 END;
