@@ -37,7 +37,20 @@ from mibyan_jupyter.core.messages import (
 from mibyan_jupyter.store.db import Database
 from mibyan_jupyter.store.records import append_message, insert_session, load_messages
 
-WORDS = ["notebook", "kernel", "dataframe", "plot", "agent", "tool", "session", "export", "search", "resume", "budget", "cell"]
+WORDS = [
+    "notebook",
+    "kernel",
+    "dataframe",
+    "plot",
+    "agent",
+    "tool",
+    "session",
+    "export",
+    "search",
+    "resume",
+    "budget",
+    "cell",
+]
 
 
 def sample_messages(n: int) -> list[Message]:
@@ -128,6 +141,34 @@ def time_openai_agents(path: Path, synchronous: str, n: int) -> float | None:
         SQLiteSession._configure_connection = staticmethod(original)  # type: ignore[method-assign]
 
 
+def openai_agents_resume_ms(path: Path, n: int, repeat: int) -> float | None:
+    """``SQLiteSession.get_items`` of ``n`` items (untyped dicts), for reference."""
+    try:
+        from agents.memory.sqlite_session import SQLiteSession
+    except ImportError:
+        return None
+    from mibyan_jupyter.core.messages import MESSAGE_ADAPTER
+
+    items = [
+        MESSAGE_ADAPTER.dump_python(m, mode="json", exclude_none=True) for m in sample_messages(n)
+    ]
+    session = SQLiteSession("bench", db_path=str(path))
+
+    async def run() -> float:
+        await session.add_items(items)  # type: ignore[arg-type]
+        best = float("inf")
+        for _ in range(repeat):
+            start = time.perf_counter()
+            got = await session.get_items()
+            best = min(best, (time.perf_counter() - start) * 1000)
+            assert len(got) == n
+        return best
+
+    result = asyncio.run(run())
+    session.close()
+    return result
+
+
 def fill(db: Database, session: str, messages: list[Message]) -> None:
     """Bulk insert (one transaction) through the same columns append_message writes."""
     from mibyan_jupyter.core.messages import MESSAGE_ADAPTER
@@ -198,7 +239,12 @@ def main() -> None:
                 return load_messages(db, session)
 
         figures["resume_10k_ms"] = round(best_ms(resume, args.repeat), 2)
-        print(f"resume 10,000 messages: {figures['resume_10k_ms']} ms")
+        theirs = openai_agents_resume_ms(folder / "oa-resume.sqlite3", 10_000, args.repeat)
+        figures["openai_agents_get_items_10k_ms"] = round(theirs, 2) if theirs else None
+        print(
+            f"resume 10,000 messages: {figures['resume_10k_ms']} ms typed and repaired "
+            f"(openai-agents get_items, untyped: {theirs or float('nan'):.2f} ms)"
+        )
         db.close()
 
         db = Database(folder / "fts.sqlite3")
@@ -220,6 +266,15 @@ def main() -> None:
                     ('"dataframe" "summarise"',),
                 ).fetchall()
 
+        from mibyan_jupyter.store.records import index_pending
+
+        start = time.perf_counter()
+        indexed = index_pending(db)
+        figures["fts_index_100k_ms"] = round((time.perf_counter() - start) * 1000, 1)
+        assert indexed == 100_000, indexed
+        hits = query()
+        assert isinstance(hits, list)
+        assert len(hits) == 20, len(hits)
         figures["fts_100k_ms"] = round(best_ms(query, args.repeat), 2)
         print(f"FTS over 100,000 messages: {figures['fts_100k_ms']} ms")
         db.close()
