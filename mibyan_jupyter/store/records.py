@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import sqlite3
 import time
 import uuid
 from collections.abc import Mapping
@@ -27,6 +28,7 @@ from mibyan_jupyter.core.messages import (
     UserMessage,
     content_text,
 )
+from mibyan_jupyter.secrets import REDACT, scrub_config
 from mibyan_jupyter.store.db import Database
 
 TITLE_LENGTH = 80
@@ -59,7 +61,7 @@ def insert_session(
     link_kind: str | None = None,
     fork_at: int | None = None,
 ) -> str:
-    """Create a session row; ``config`` must hold no secrets (callers pass plain options)."""
+    """Create a session row; ``config`` is scrubbed of credentials before it is written."""
     session_id = session_id or new_id()
     now = time.time()
     with db.transaction() as conn:
@@ -75,7 +77,7 @@ def insert_session(
                 model,
                 api_mode,
                 notebook_path,
-                json.dumps(dict(config or {})),
+                json.dumps(scrub_config(config or {})),
                 now,
                 now,
             ),
@@ -83,11 +85,23 @@ def insert_session(
     return session_id
 
 
-def append_message(db: Database, session_id: str, message: Message, *, seq: int | None = None) -> int:
-    """Append ``message`` as the session's message number ``seq`` (default: the next one);
-    returns the sequence number. A user message also touches the session's ``updated_at``
-    (the runs' status changes do the rest) and becomes its title when it has none."""
-    data = MESSAGE_ADAPTER.dump_json(message).decode()
+def append_message(
+    db: Database, session_id: str, message: Message, *, seq: int | None = None
+) -> int:
+    """Append ``message`` as the session's message number ``seq`` (default: the next one),
+    in its own transaction; returns the sequence number. A user message also touches the
+    session's ``updated_at`` (the runs' status changes do the rest) and becomes its title
+    when it has none."""
+    with db.transaction() as conn:
+        return insert_message(conn, session_id, message, seq=seq)
+
+
+def insert_message(
+    conn: sqlite3.Connection, session_id: str, message: Message, *, seq: int | None = None
+) -> int:
+    """:func:`append_message` inside a transaction the caller holds, so a caller can write
+    a message together with rows that belong to it (the writer's usage row) atomically."""
+    data = REDACT(MESSAGE_ADAPTER.dump_json(message).decode())  # no secret reaches SQLite
     tool_calls = None
     stop_reason = usage = model = None
     aborted = 0
@@ -98,42 +112,41 @@ def append_message(db: Database, session_id: str, message: Message, *, seq: int 
         usage = message.usage.model_dump_json()
         aborted = int(message.stop_reason == "aborted")
     now = time.time()
-    with db.transaction() as conn:
-        if seq is None:
-            row = conn.execute(
-                "SELECT coalesce(max(seq), -1) + 1 FROM messages WHERE session_id = ?", (session_id,)
-            ).fetchone()
-            seq = int(row[0])
+    if seq is None:
+        row = conn.execute(
+            "SELECT coalesce(max(seq), -1) + 1 FROM messages WHERE session_id = ?", (session_id,)
+        ).fetchone()
+        seq = int(row[0])
+    conn.execute(
+        "INSERT INTO messages (session_id, seq, role, text, data, tool_calls, tool_call_id,"
+        " tool_name, stop_reason, usage, model, aborted, created_at)"
+        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        (
+            session_id,
+            seq,
+            message.role,
+            REDACT(message_text(message)),
+            data,
+            tool_calls,
+            message.tool_call_id if isinstance(message, ToolMessage) else None,
+            message.name if isinstance(message, ToolMessage) else None,
+            stop_reason,
+            usage,
+            model,
+            aborted,
+            now,
+        ),
+    )
+    title = (
+        content_text(message.content).strip().splitlines()[0]
+        if isinstance(message, UserMessage) and content_text(message.content).strip()
+        else None
+    )
+    if title:
         conn.execute(
-            "INSERT INTO messages (session_id, seq, role, text, data, tool_calls, tool_call_id,"
-            " tool_name, stop_reason, usage, model, aborted, created_at)"
-            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (
-                session_id,
-                seq,
-                message.role,
-                message_text(message),
-                data,
-                tool_calls,
-                message.tool_call_id if isinstance(message, ToolMessage) else None,
-                message.name if isinstance(message, ToolMessage) else None,
-                stop_reason,
-                usage,
-                model,
-                aborted,
-                now,
-            ),
+            "UPDATE sessions SET updated_at = ?, title = CASE WHEN title = '' THEN ? ELSE title END WHERE id = ?",
+            (now, title[:TITLE_LENGTH], session_id),
         )
-        title = (
-            content_text(message.content).strip().splitlines()[0]
-            if isinstance(message, UserMessage) and content_text(message.content).strip()
-            else None
-        )
-        if title:
-            conn.execute(
-                "UPDATE sessions SET updated_at = ?, title = CASE WHEN title = '' THEN ? ELSE title END WHERE id = ?",
-                (now, title[:TITLE_LENGTH], session_id),
-            )
     return seq
 
 
@@ -167,18 +180,26 @@ def load_messages(db: Database, session_id: str, *, upto: int | None = None) -> 
 def set_status(
     db: Database, session_id: str, status: str, *, end_reason: str | None = None
 ) -> None:
-    """Keep the session's status true; ``running`` also records which process owns it, so
-    a session whose kernel died can be shown as interrupted."""
+    """Keep the session's status true, in its own transaction (see :func:`update_status`)."""
+    with db.transaction() as conn:
+        update_status(conn, session_id, status, end_reason=end_reason)
+
+
+def update_status(
+    conn: sqlite3.Connection, session_id: str, status: str, *, end_reason: str | None = None
+) -> None:
+    """:func:`set_status` inside a transaction the caller holds. ``running`` (and
+    ``awaiting_approval``) also record which process owns the session, so a session whose
+    kernel died can be shown as interrupted."""
     now = time.time()
     owner = (
         (os.getpid(), socket.gethostname())
         if status in ("running", "awaiting_approval")
         else (None, None)
     )
-    with db.transaction() as conn:
-        conn.execute(
-            "UPDATE sessions SET status = ?, owner_pid = ?, owner_host = ?, updated_at = ?,"
-            " ended_at = CASE WHEN ? = 'idle' THEN ? ELSE ended_at END,"
-            " end_reason = coalesce(?, end_reason) WHERE id = ?",
-            (status, owner[0], owner[1], now, status, now, end_reason, session_id),
-        )
+    conn.execute(
+        "UPDATE sessions SET status = ?, owner_pid = ?, owner_host = ?, updated_at = ?,"
+        " ended_at = CASE WHEN ? = 'idle' THEN ? ELSE ended_at END,"
+        " end_reason = coalesce(?, end_reason) WHERE id = ?",
+        (status, owner[0], owner[1], now, status, now, end_reason, session_id),
+    )

@@ -1,0 +1,113 @@
+"""Keeping credentials out of everything that is shown or saved.
+
+One module every layer can use (it imports only the standard library): the store scrubs
+configs and messages with it before they reach SQLite, exports before they reach a
+notebook, providers before an error reaches the user. What counts as a secret: every value
+the process has used as an API key (:meth:`Redactor.add`) and the value of every
+environment variable whose name says it holds one (``*_API_KEY``, ``*_TOKEN``,
+``*_SECRET``, ``*_KEY``...), read each time, so a key set after import is covered too.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+REDACTED = "[redacted]"
+MIN_SECRET = 8
+"""Shorter values (``"x"``, ``"1"``) would redact ordinary words."""
+
+_SECRET_WORDS = frozenset(
+    {"secret", "password", "passwd", "authorization", "cookie", "credential", "credentials"}
+)
+_SECRET_PAIRS = frozenset(
+    {"apikey", "accesskey", "privatekey", "secretkey", "accesstoken", "authtoken", "refreshtoken"}
+)
+
+
+def _words(name: str) -> list[str]:
+    """``openaiApiKey`` / ``OPENAI_API_KEY`` -> ``[openai, api, key]``."""
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name)
+    return [w for w in re.split(r"[^a-z0-9]+", spaced.lower()) if w]
+
+
+def is_secret_name(name: str, *, environment: bool = False) -> bool:
+    """Whether a config key or variable name looks like it holds a credential (``api_key``,
+    ``apiKey``, ``Authorization``, ``access_token``; not ``max_tokens``). For an
+    ``environment`` variable any ``*_KEY`` counts too (``OPENAI_API_KEY``, ``GROQ_KEY``)."""
+    words = _words(name)
+    pairs = {a + b for a, b in itertools.pairwise(words)}
+    last = words[-1] if words else ""
+    return (
+        bool(_SECRET_WORDS.intersection(words) or _SECRET_PAIRS & pairs)
+        or last in ("token", "auth")
+        or words == ["key"]
+        or (environment and last == "key")
+    )
+
+
+class Redactor:
+    """Replaces known secrets in text. Thread-safe; added keys are never forgotten."""
+
+    def __init__(self) -> None:
+        self._added: set[str] = set()
+        self._env_size = -1
+        self._secret_names: tuple[str, ...] = ()
+        self._values: frozenset[str] = frozenset()
+        self._pattern: re.Pattern[str] | None = None
+        self._lock = threading.Lock()
+
+    def add(self, secret: str | None) -> None:
+        if secret and len(secret) >= MIN_SECRET and secret not in self._added:
+            with self._lock:
+                self._added.add(secret)
+                self._values = frozenset()  # force a rebuild
+
+    def _current(self) -> re.Pattern[str] | None:
+        # Cheap on the hot path (every stored message): the variable names are rescanned
+        # only when the environment's size changes; the few secret ones are re-read.
+        if len(os.environ) != self._env_size:
+            self._env_size = len(os.environ)
+            self._secret_names = tuple(n for n in os.environ if is_secret_name(n, environment=True))
+        found = set(self._added)
+        for name in self._secret_names:
+            value = os.environ.get(name)
+            if value is not None and len(value) >= MIN_SECRET:
+                found.add(value)
+        values = frozenset(found)
+        with self._lock:
+            if values != self._values or (self._pattern is None and values):
+                ordered = sorted(values, key=len, reverse=True)
+                self._pattern = re.compile("|".join(map(re.escape, ordered))) if ordered else None
+                self._values = values
+            return self._pattern
+
+    def __call__(self, text: str) -> str:
+        pattern = self._current()
+        return pattern.sub(REDACTED, text) if pattern is not None else text
+
+    def scrub(self, value: Any) -> Any:
+        """A JSON-ready copy of ``value``: secret-named mapping keys dropped, secret values
+        replaced inside every string."""
+        if isinstance(value, Mapping):
+            return {str(k): self.scrub(v) for k, v in value.items() if not is_secret_name(str(k))}
+        if isinstance(value, list | tuple):
+            return [self.scrub(v) for v in value]
+        if value is None or isinstance(value, bool | int | float):
+            return value
+        return self(str(value))
+
+
+REDACT = Redactor()
+"""The process-wide redactor."""
+
+
+def scrub_config(config: Mapping[str, Any]) -> dict[str, Any]:
+    """A JSON-ready copy of ``config`` without credentials."""
+    cleaned = REDACT.scrub(config)
+    assert isinstance(cleaned, dict)
+    return cleaned

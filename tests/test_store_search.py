@@ -1,0 +1,130 @@
+"""Full-text search: bm25 ranking, snippets, safe queries, catching up, deletes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from mibyan_jupyter.core import AssistantMessage, FunctionCall, ToolCall, ToolMessage, UserMessage
+from mibyan_jupyter.store.records import append_message
+from mibyan_jupyter.store.search import ELLIPSIS, fts_query, search
+from mibyan_jupyter.store.sessions import SessionStore
+
+FILLER = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron"
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SessionStore]:
+    with SessionStore(tmp_path / "sessions.sqlite3") as opened:
+        yield opened
+
+
+def test_ranking_snippets_and_hit_fields(store: SessionStore) -> None:
+    once = store.create("once").id
+    thrice = store.create("thrice").id
+    append_message(store.db, once, UserMessage(content=f"dataframe {FILLER} one two three"))
+    append_message(store.db, thrice, UserMessage(content=f"dataframe {FILLER} dataframe dataframe"))
+    hits = search(store, "dataframe")
+    assert [h.session_id for h in hits] == [thrice, once]
+    assert hits[0].score > hits[1].score
+    top = hits[0]
+    assert (top.title, top.seq, top.role) == ("thrice", 0, "user")
+    assert "[dataframe]" in top.snippet
+    assert ELLIPSIS in hits[1].snippet  # the long message is cut around the match
+
+
+def test_empty_and_hostile_queries_never_raise(store: SessionStore) -> None:
+    sid = store.create().id
+    append_message(store.db, sid, UserMessage(content='use foo-bar AND "quotes" NEAR col:x ^a'))
+    assert search(store, "") == []
+    assert search(store, "   ") == []
+    assert search(store, "*") == []
+    assert search(store, "foo", limit=0) == []
+    hostile = [
+        '"',
+        '"""',
+        "foo-bar",
+        "AND",
+        "OR NOT",
+        "NEAR(a b)",
+        "col:x",
+        "^a",
+        "*foo",
+        "(",
+        ")",
+        "a'b",
+        "\\",
+        "-",
+        "{x}",
+        "a:b:c",
+        "+",
+        "\x00",
+        '"unbalanced',
+        "ünïcödé",
+        "🙂",
+    ]
+    for text in hostile:
+        search(store, text)  # never raises
+    assert len(search(store, "foo-bar")) == 1  # a phrase: foo followed by bar
+    assert len(search(store, "AND")) == 1  # a word, not an operator
+    assert len(search(store, "col:x")) == 1
+    assert search(store, "bar-foo") == []
+
+
+def test_query_building() -> None:
+    assert fts_query("foo bar") == '"foo" "bar"'
+    assert fts_query('say "hello world" twice') == '"say" "hello world" "twice"'
+    assert fts_query('a"b') == '"a""b"'
+    assert fts_query("pand*") == '"pand"*'
+    assert fts_query("- * !!") is None
+
+
+def test_prefix_phrase_and_all_words(store: SessionStore) -> None:
+    sid = store.create().id
+    append_message(store.db, sid, UserMessage(content="import pandas as pd"))
+    append_message(store.db, sid, AssistantMessage(content="pandas loaded, now numpy"))
+    assert search(store, "pand") == []
+    assert {h.seq for h in search(store, "pand*")} == {0, 1}
+    assert [h.seq for h in search(store, "pandas numpy")] == [1]  # every word must match
+    assert [h.seq for h in search(store, '"as pd"')] == [0]
+    assert search(store, '"pd as"') == []
+    assert [h.seq for h in search(store, "PANDAS Numpy")] == [1]  # case-folded
+    assert [h.seq for h in search(store, "loadéd")] == [1]  # diacritics folded
+
+
+def test_tool_calls_and_results_are_searchable(store: SessionStore) -> None:
+    sid = store.create().id
+    call = ToolCall(id="c1", function=FunctionCall(name="run_python", arguments='{"code": "x"}'))
+    append_message(store.db, sid, UserMessage(content="go"))
+    append_message(store.db, sid, AssistantMessage(tool_calls=(call,), stop_reason="tool_use"))
+    append_message(store.db, sid, ToolMessage(tool_call_id="c1", content="Traceback: KeyError"))
+    assert [(h.seq, h.role) for h in search(store, "run_python")] == [(1, "assistant")]
+    assert [(h.seq, h.role) for h in search(store, "keyerror")] == [(2, "tool")]
+
+
+def test_session_filter_limit_and_catching_up(store: SessionStore) -> None:
+    a = store.create("a").id
+    b = store.create("b").id
+    for index in range(5):
+        append_message(store.db, a, UserMessage(content=f"needle {index}"))
+        append_message(store.db, b, UserMessage(content=f"needle {index}"))
+    assert len(search(store, "needle")) == 10
+    assert len(search(store, "needle", limit=3)) == 3
+    assert {h.session_id for h in search(store, "needle", session_id=b)} == {b}
+    assert len(search(store, "needle", session_id=b, limit=2)) == 2
+    append_message(store.db, a, UserMessage(content="needle late"))  # after the last search
+    assert len(search(store.db, "late")) == 1  # a Database works too
+
+
+def test_deleted_and_forked_sessions(store: SessionStore) -> None:
+    a = store.create().id
+    append_message(store.db, a, UserMessage(content="unique walrus"))
+    assert len(search(store, "walrus")) == 1
+    fork = store.fork(a).id
+    assert {h.session_id for h in search(store, "walrus")} == {a, fork}
+    store.delete(a)
+    assert [h.session_id for h in search(store, "walrus")] == [fork]
+    store.delete(fork)
+    assert search(store, "walrus") == []
