@@ -55,7 +55,7 @@ class Redactor:
 
     def __init__(self) -> None:
         self._added: set[str] = set()
-        self._env_size = -1
+        self._env_names = 0
         self._secret_names: tuple[str, ...] = ()
         self._values: frozenset[str] = frozenset()
         self._pattern: re.Pattern[str] | None = None
@@ -68,10 +68,11 @@ class Redactor:
                 self._values = frozenset()  # force a rebuild
 
     def _current(self) -> re.Pattern[str] | None:
-        # Cheap on the hot path (every stored message): the variable names are rescanned
-        # only when the environment's size changes; the few secret ones are re-read.
-        if len(os.environ) != self._env_size:
-            self._env_size = len(os.environ)
+        # Cheap on the hot path (every stored message): the names are classified again only
+        # when the set of variable names changes; the few secret ones are re-read each time.
+        names = hash(tuple(os.environ))
+        if names != self._env_names:
+            self._env_names = names
             self._secret_names = tuple(n for n in os.environ if is_secret_name(n, environment=True))
         found = set(self._added)
         for name in self._secret_names:

@@ -160,9 +160,17 @@ class Database:
         try:
             yield self.conn
         except BaseException:
-            self.conn.execute("ROLLBACK")
+            self._rollback()
             raise
         self._commit()
+
+    def _rollback(self) -> None:
+        """Undo the open transaction unless SQLite already has: after some errors (disk
+        full, I/O error, out of memory) it rolls back by itself, and a bare ``ROLLBACK``
+        would then fail with "no transaction is active", hiding the error that matters."""
+        if self.conn.in_transaction:
+            with contextlib.suppress(sqlite3.Error):
+                self.conn.execute("ROLLBACK")
 
     def _begin(self) -> None:
         deadline = time.monotonic() + self.lock_retry_seconds
@@ -192,7 +200,7 @@ class Database:
                 if (
                     "locked" not in str(error) and "busy" not in str(error)
                 ) or time.monotonic() >= deadline:
-                    self.conn.execute("ROLLBACK")
+                    self._rollback()
                     raise StoreError(f"cannot commit to {self.path}: {error}") from None
                 time.sleep(0.05)
 

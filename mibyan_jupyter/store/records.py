@@ -107,7 +107,7 @@ def insert_message(
     aborted = 0
     if isinstance(message, AssistantMessage):
         if message.tool_calls:
-            tool_calls = _TOOL_CALLS.dump_json(message.tool_calls).decode()
+            tool_calls = REDACT(_TOOL_CALLS.dump_json(message.tool_calls).decode())
         stop_reason, model = message.stop_reason, message.model
         usage = message.usage.model_dump_json()
         aborted = int(message.stop_reason == "aborted")
@@ -138,7 +138,7 @@ def insert_message(
         ),
     )
     title = (
-        content_text(message.content).strip().splitlines()[0]
+        REDACT(content_text(message.content).strip().splitlines()[0])
         if isinstance(message, UserMessage) and content_text(message.content).strip()
         else None
     )
