@@ -1,0 +1,348 @@
+"""A transcript as a list of blocks both exports are written from.
+
+Why one intermediate form: the notebook and the Markdown export must say the same thing
+(who spoke, which code ran with which output, what a tool returned), and differ only in
+layout. :func:`blocks` makes every content decision once (pairing calls with results,
+truncation, what counts as code that ran); ``notebook.py`` and ``markdown.py`` only lay out.
+
+Nothing here imports nbformat: outputs are plain nbformat v4 dicts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import PurePath
+from typing import Any, Literal, TypeAlias
+
+from pydantic_core import PydanticSerializationError
+from typing_extensions import assert_never
+
+from mibyan_jupyter.core.messages import (
+    MESSAGE_ADAPTER,
+    MESSAGES_ADAPTER,
+    AssistantMessage,
+    Content,
+    ImagePart,
+    Message,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+    Usage,
+    UserMessage,
+    content_text,
+)
+from mibyan_jupyter.export.outputs import normalize_output, stream_output
+from mibyan_jupyter.secrets import REDACT
+
+RUN_PYTHON = "run_python"
+"""The tool whose calls become code cells: Python the agent ran in the user's kernel."""
+RESULT_LIMIT = 2_000
+ARGS_LIMIT = 1_000
+_ONE_LINE = 100  # arguments longer than this as JSON are shown indented
+
+
+@dataclass(frozen=True, slots=True)
+class SessionMeta:
+    """What an export says about a session besides its messages, so the export needs no
+    store: the store (or a test, or a script) fills it in."""
+
+    id: str
+    title: str | None = None
+    model: str | None = None
+    created_at: float | None = None
+    """Seconds since the epoch, like message timestamps."""
+    usage: Usage = field(default_factory=Usage)
+    """Token totals of the session's model calls."""
+    cost: float | None = None
+    """Total cost in US dollars; ``None`` when unknown (never 0 for unknown)."""
+    notebook_path: str | None = None
+
+
+Speaker: TypeAlias = Literal["system", "user", "assistant", "tool"]
+
+
+@dataclass(frozen=True, slots=True)
+class Prose:
+    """Markdown said by someone: ``label`` is how it is introduced (``You``, ``Assistant``,
+    ``Tool `search```); ``body`` is Markdown, not yet sanitized (that happens on the
+    finished document, see ``sanitize.py``)."""
+
+    speaker: Speaker
+    label: str
+    body: str
+
+
+@dataclass(frozen=True, slots=True)
+class Code:
+    """Python the agent ran in the kernel, with its outputs as nbformat v4 output dicts."""
+
+    source: str
+    outputs: tuple[dict[str, Any], ...]
+
+
+Block: TypeAlias = Prose | Code
+
+
+def redacted(messages: Sequence[Message]) -> list[Message]:
+    """The transcript with every known secret replaced, in one pass over its JSON.
+
+    Redaction comes first, before anything is truncated (a key cut in half by truncation
+    would no longer match), and once: ``REDACT`` reads the environment on every call
+    (~20 us), too slow to call per string of a 1,000-message export. Keys are plain
+    ASCII tokens, so their JSON form is their text. Tool ``details`` keep only the
+    ``outputs`` an export reads (a live transcript may hold anything else there).
+    """
+    kept = [_export_view(m) for m in messages]
+    try:
+        data = MESSAGES_ADAPTER.dump_json(kept)
+    except PydanticSerializationError:  # outputs holding a non-JSON object: use the text
+        kept = [m if _serializable(m) else m.model_copy(update={"details": None}) for m in kept]
+        data = MESSAGES_ADAPTER.dump_json(kept)
+    return MESSAGES_ADAPTER.validate_json(REDACT(data.decode()))
+
+
+def _export_view(message: Message) -> Message:
+    if not isinstance(message, ToolMessage) or not message.details:
+        return message
+    outputs = message.details.get("outputs")
+    return message.model_copy(update={"details": None if outputs is None else {"outputs": outputs}})
+
+
+def _serializable(message: Message) -> bool:
+    try:
+        MESSAGE_ADAPTER.dump_json(message)
+    except PydanticSerializationError:
+        return False
+    return True
+
+
+def redacted_meta(session: SessionMeta) -> SessionMeta:
+    """``session`` with its free-text fields redacted (a title is the user's first prompt)."""
+
+    def clean(value: str | None) -> str | None:
+        return None if value is None else REDACT(value)
+
+    return dataclasses.replace(
+        session,
+        id=REDACT(session.id),
+        title=clean(session.title),
+        model=clean(session.model),
+        notebook_path=clean(session.notebook_path),
+    )
+
+
+def blocks(messages: Sequence[Message]) -> list[Block]:
+    """The blocks of an (already redacted) transcript, in reading order. A tool call is
+    shown where its result arrives, so a call and its output sit together; a call that
+    never got a result is shown right after the message that made it."""
+    answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
+    calls: dict[str, ToolCall] = {}
+    out: list[Block] = []
+    for message in messages:
+        if isinstance(message, SystemMessage):
+            out.append(Prose("system", "System prompt", fence(message.content, "text")))
+        elif isinstance(message, UserMessage):
+            out.append(Prose("user", "You", _user_body(message.content)))
+        elif isinstance(message, AssistantMessage):
+            body = _assistant_body(message)
+            if body:
+                out.append(Prose("assistant", "Assistant", body))
+            for call in message.tool_calls:
+                if call.id in answered:
+                    calls[call.id] = call
+                else:
+                    out.append(_unanswered(call))
+        elif isinstance(message, ToolMessage):
+            out.append(_tool_block(calls.pop(message.tool_call_id, None), message))
+        else:
+            assert_never(message)
+    return out
+
+
+def header(session: SessionMeta) -> tuple[str, str]:
+    """The title and one Markdown paragraph about the session (model, date, usage, cost)."""
+    title = (session.title or "").strip().splitlines()
+    usage = session.usage
+    total = usage.total or usage.input + usage.output
+    facts = [f"Session {code_span(session.id)}"]
+    if session.model:
+        facts.append(f"model {code_span(session.model)}")
+    if session.created_at is not None:
+        facts.append(f"started {iso_time(session.created_at, minutes=True)}")
+    if session.notebook_path:  # the name only: the folder may name the user
+        facts.append(f"in {code_span(PurePath(session.notebook_path).name)}")
+    cost = "cost unknown" if session.cost is None else f"cost \\${session.cost:.4f}"
+    tokens = f"{usage.input:,} input and {usage.output:,} output tokens ({total:,} total)"
+    return (title[0] if title else "Agent session"), f"{' · '.join(facts)}  \n{tokens} · {cost}"
+
+
+def usage_dict(usage: Usage) -> dict[str, int]:
+    return usage.model_dump(exclude={"cost"})
+
+
+def iso_time(seconds: float, *, minutes: bool = False) -> str:
+    moment = datetime.fromtimestamp(seconds, tz=timezone.utc)
+    if minutes:
+        return moment.strftime("%Y-%m-%d %H:%M UTC")
+    return moment.isoformat(timespec="seconds")
+
+
+def fence(text: str, info: str = "") -> str:
+    """``text`` as a fenced code block that nothing inside it can close."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    marks = "`" * max(3, longest + 1)
+    newline = "" if text.endswith("\n") else "\n"
+    return f"{marks}{info}\n{text}{newline}{marks}"
+
+
+def code_span(text: str) -> str:
+    """``text`` as inline code, whatever backticks it holds."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    marks = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{marks}{pad}{text}{pad}{marks}"
+
+
+def clipped(text: str, info: str, limit: int) -> str:
+    """A fenced block of at most ``limit`` characters of ``text``, with a note saying how
+    much was left out."""
+    if len(text) <= limit:
+        return fence(text, info)
+    return f"{fence(text[:limit], info)}\n\n… (truncated, {len(text) - limit:,} more characters)"
+
+
+def close_open_fence(text: str) -> str:
+    """``text`` with a fence it leaves open closed (a reply stopped mid-code-block), so a
+    note after it is not code and, in the Markdown export, the next section is not either."""
+    opened: str | None = None
+    for line in text.split("\n"):
+        stripped = line.lstrip(" ")
+        if len(line) - len(stripped) > 3:
+            continue
+        if opened is None:
+            match = re.match(r"(`{3,}|~{3,})(.*)", stripped)
+            if match and not (match[1][0] == "`" and "`" in match[2]):
+                opened = match[1]
+        elif re.fullmatch(rf"{re.escape(opened[0])}{{{len(opened)},}}[ \t]*", stripped):
+            opened = None
+    return text if opened is None else f"{text.rstrip()}\n{opened}"
+
+
+def _user_body(content: Content) -> str:
+    parts = [close_open_fence(content_text(content))]
+    images = _image_count(content)
+    if images:
+        parts.append(f"*({_plural(images, 'image')} not included)*")
+    return "\n\n".join(p for p in parts if p.strip()) or "*(empty)*"
+
+
+def _assistant_body(message: AssistantMessage) -> str:
+    parts = [close_open_fence(message.content or "")]
+    if message.stop_reason == "aborted":
+        parts.append("*(stopped)*")
+    elif message.stop_reason == "length":
+        parts.append("*(cut off: the reply reached the model's output limit)*")
+    elif message.stop_reason == "error":
+        kind = f" ({code_span(message.error_kind)})" if message.error_kind else ""
+        parts.append(f"**Error**{kind}: {message.error_message or 'the model call failed'}")
+    return "\n\n".join(p for p in parts if p.strip())
+
+
+def _python_code(call: ToolCall) -> str | None:
+    """The ``code`` argument of a ``run_python`` call, or ``None`` when it has none."""
+    if call.function.name != RUN_PYTHON:
+        return None
+    try:
+        args = json.loads(call.function.arguments)
+    except ValueError:
+        return None
+    code = args.get("code") if isinstance(args, dict) else None
+    return code if isinstance(code, str) else None
+
+
+def _ran(result: ToolMessage) -> bool:
+    """Whether a ``run_python`` result shows that the code ran. An error without recorded
+    outputs may be a denial, a block or a cancellation: such code is shown, never made a
+    code cell, so re-running the notebook never runs code the user refused."""
+    details = result.details or {}
+    return isinstance(details.get("outputs"), list) or not result.is_error
+
+
+def _tool_block(call: ToolCall | None, result: ToolMessage) -> Block:
+    name = call.function.name if call is not None else (result.name or "tool")
+    code = _python_code(call) if call is not None else None
+    if code is not None and _ran(result):
+        return Code(code, _code_outputs(result))
+    parts = ["*(the call was not recorded)*"] if call is None else [_call_body(call, code)]
+    parts.append(_result_body(result))
+    return Prose("tool", f"Tool {code_span(name)}", "\n\n".join(parts))
+
+
+def _unanswered(call: ToolCall) -> Prose:
+    note = "*No result was recorded: the call did not run, or its outcome is unknown.*"
+    body = f"{_call_body(call, _python_code(call))}\n\n{note}"
+    return Prose("tool", f"Tool {code_span(call.function.name)}", body)
+
+
+def _call_body(call: ToolCall, code: str | None) -> str:
+    if code is not None:
+        return fence(code, "python")
+    raw = call.function.arguments
+    try:
+        args = json.loads(raw) if raw.strip() else {}
+    except ValueError:
+        return clipped(raw, "text", ARGS_LIMIT)
+    if args == {}:
+        return "*(no arguments)*"
+    text = json.dumps(args, ensure_ascii=False)
+    if len(text) > _ONE_LINE:
+        text = json.dumps(args, indent=2, ensure_ascii=False)
+    return clipped(text, "json", ARGS_LIMIT)
+
+
+def _result_body(result: ToolMessage) -> str:
+    text = content_text(result.content)
+    label = "**Error:**" if result.is_error else "**Result:**"
+    parts = [label, clipped(text, "text", RESULT_LIMIT) if text else "*(empty)*"]
+    images = _image_count(result.content)
+    if images:
+        parts.append(f"*({_plural(images, 'image')} not included)*")
+    return "\n\n".join(parts)
+
+
+def _code_outputs(result: ToolMessage) -> tuple[dict[str, Any], ...]:
+    """The outputs the tool recorded in nbformat form, else its text as stdout and its
+    images as displays."""
+    recorded = (result.details or {}).get("outputs")
+    if isinstance(recorded, list):
+        return tuple(o for o in map(normalize_output, recorded) if o is not None)
+    outputs: list[dict[str, Any]] = []
+    text = content_text(result.content)
+    if text:
+        outputs.append(stream_output("stdout", text))
+    if not isinstance(result.content, str):
+        for part in result.content:
+            image = _image_output(part) if isinstance(part, ImagePart) else None
+            if image is not None:
+                outputs.append(image)
+    return tuple(outputs)
+
+
+def _image_output(part: ImagePart) -> dict[str, Any] | None:
+    match = re.fullmatch(r"data:(image/(?:png|jpeg|gif));base64,(.*)", part.image_url.url, re.S)
+    if match is None:
+        return None
+    return {"output_type": "display_data", "data": {match[1]: match[2]}, "metadata": {}}
+
+
+def _image_count(content: Content) -> int:
+    return 0 if isinstance(content, str) else sum(isinstance(p, ImagePart) for p in content)
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
