@@ -70,7 +70,7 @@ class Redactor:
     def _current(self) -> re.Pattern[str] | None:
         # Cheap on the hot path (every stored message): the names are classified again only
         # when the set of variable names changes; the few secret ones are re-read each time.
-        names = hash(tuple(os.environ))
+        names = hash(tuple(getattr(os.environ, "_data", os.environ)))  # raw keys: no decoding
         if names != self._env_names:
             self._env_names = names
             self._secret_names = tuple(n for n in os.environ if is_secret_name(n, environment=True))
@@ -90,6 +90,13 @@ class Redactor:
     def __call__(self, text: str) -> str:
         pattern = self._current()
         return pattern.sub(REDACTED, text) if pattern is not None else text
+
+    def many(self, *texts: str) -> list[str]:
+        """Several texts against one reading of the secrets (the store's hot path)."""
+        pattern = self._current()
+        if pattern is None:
+            return list(texts)
+        return [pattern.sub(REDACTED, text) for text in texts]
 
     def scrub(self, value: Any) -> Any:
         """A JSON-ready copy of ``value``: secret-named mapping keys dropped, secret values

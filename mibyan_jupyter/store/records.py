@@ -101,16 +101,19 @@ def insert_message(
 ) -> int:
     """:func:`append_message` inside a transaction the caller holds, so a caller can write
     a message together with rows that belong to it (the writer's usage row) atomically."""
-    data = REDACT(MESSAGE_ADAPTER.dump_json(message).decode())  # no secret reaches SQLite
     tool_calls = None
     stop_reason = usage = model = None
     aborted = 0
     if isinstance(message, AssistantMessage):
         if message.tool_calls:
-            tool_calls = REDACT(_TOOL_CALLS.dump_json(message.tool_calls).decode())
+            tool_calls = _TOOL_CALLS.dump_json(message.tool_calls).decode()
         stop_reason, model = message.stop_reason, message.model
         usage = message.usage.model_dump_json()
         aborted = int(message.stop_reason == "aborted")
+    # No secret reaches SQLite: one reading of the secrets for every stored text.
+    data, text, tool_calls = REDACT.many(
+        MESSAGE_ADAPTER.dump_json(message).decode(), message_text(message), tool_calls or ""
+    )
     now = time.time()
     if seq is None:
         row = conn.execute(
@@ -125,9 +128,9 @@ def insert_message(
             session_id,
             seq,
             message.role,
-            REDACT(message_text(message)),
+            text,
             data,
-            tool_calls,
+            tool_calls or None,
             message.tool_call_id if isinstance(message, ToolMessage) else None,
             message.name if isinstance(message, ToolMessage) else None,
             stop_reason,
@@ -138,9 +141,7 @@ def insert_message(
         ),
     )
     title = (
-        REDACT(content_text(message.content).strip().splitlines()[0])
-        if isinstance(message, UserMessage) and content_text(message.content).strip()
-        else None
+        text.strip().splitlines()[0] if isinstance(message, UserMessage) and text.strip() else None
     )
     if title:
         conn.execute(
