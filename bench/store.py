@@ -176,7 +176,14 @@ def fill(db: Database, session: str, messages: list[Message]) -> None:
 
     now = time.time()
     rows = [
-        (session, seq, m.role, message_text(m), MESSAGE_ADAPTER.dump_json(m).decode(), now)
+        (
+            session,
+            seq,
+            m.role,
+            message_text(m),
+            MESSAGE_ADAPTER.dump_json(m, exclude_none=True).decode(),
+            now,
+        )
         for seq, m in enumerate(messages)
     ]
     with db.transaction() as conn:

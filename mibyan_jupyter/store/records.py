@@ -112,7 +112,11 @@ def insert_message(
         aborted = int(message.stop_reason == "aborted")
     # No secret reaches SQLite: one reading of the secrets for every stored text.
     data, text, tool_calls = REDACT.many(
-        MESSAGE_ADAPTER.dump_json(message).decode(), message_text(message), tool_calls or ""
+        MESSAGE_ADAPTER.dump_json(
+            message, exclude_none=True
+        ).decode(),  # smaller, and ~2x faster to load
+        message_text(message),
+        tool_calls or "",
     )
     now = time.time()
     if seq is None:
