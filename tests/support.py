@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from mibyan_jupyter.core import (
     AgentEnd,
@@ -143,3 +146,28 @@ def _fixtures_root() -> Path:
 
 PROVIDER_STREAMS = _fixtures_root() / "provider-streams"
 """Recorded real provider streams; tests that read them skip when the folder is absent."""
+
+
+def cassette(name: str) -> list[dict[str, Any]]:
+    """The interactions of a recorded VCR cassette; skips when the fixtures are absent."""
+    if not PROVIDER_STREAMS.is_dir():
+        pytest.skip(f"recorded streams not found at {PROVIDER_STREAMS}")
+    yaml = pytest.importorskip("yaml")
+    data: dict[str, Any] = yaml.safe_load((PROVIDER_STREAMS / name).read_text(encoding="utf-8"))
+    return list(data["interactions"])
+
+
+def body_of(interaction: dict[str, Any]) -> bytes:
+    """The raw response body (SSE text) of a recorded interaction."""
+    text: str = interaction["response"]["body"]["string"]
+    return text.encode()
+
+
+def splits(body: bytes, anchors: list[bytes], margin: int = 40) -> Iterator[list[bytes]]:
+    """1-byte and 7-byte chunks, and two pieces split at every offset near each anchor."""
+    yield [body[i : i + 1] for i in range(len(body))]
+    yield [body[i : i + 7] for i in range(0, len(body), 7)]
+    for anchor in anchors:
+        at = body.index(anchor)
+        for cut in range(max(0, at - margin), min(len(body), at + len(anchor) + margin)):
+            yield [body[:cut], body[cut:]]

@@ -6,11 +6,10 @@ awkward chunks, plus inline streams for the faults the recordings lack."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from support import PROVIDER_STREAMS
+from support import body_of, cassette, splits
 
 from mibyan_jupyter.core.messages import (
     AssistantMessage,
@@ -32,7 +31,6 @@ from mibyan_jupyter.providers.anthropic import THINKING_BUDGETS, AnthropicAdapte
 from mibyan_jupyter.providers.errors import ProviderError, classify_status
 from mibyan_jupyter.providers.sse import SseDecoder
 
-FIXTURES = PROVIDER_STREAMS
 ADAPTER = AnthropicAdapter()
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk"
 
@@ -79,28 +77,8 @@ def replay(chunks: list[bytes]) -> tuple[list[StreamEvent], AssistantMessage]:
     return events, parser.finish()
 
 
-def splits(body: bytes, anchors: list[bytes]) -> Iterator[list[bytes]]:
-    """1-byte and 7-byte chunks, and two pieces split at every offset near each anchor."""
-    yield [body[i : i + 1] for i in range(len(body))]
-    yield [body[i : i + 7] for i in range(0, len(body), 7)]
-    for anchor in anchors:
-        at = body.index(anchor)
-        for cut in range(max(0, at - 60), min(len(body), at + len(anchor) + 60)):
-            yield [body[:cut], body[cut:]]
-
-
 def same(a: AssistantMessage, b: AssistantMessage) -> bool:
     return a.model_dump(exclude={"timestamp"}) == b.model_dump(exclude={"timestamp"})
-
-
-def cassette(name: str) -> list[dict[str, Any]]:
-    if not FIXTURES.is_dir():
-        pytest.skip(f"recorded streams not found at {FIXTURES}")
-    yaml = pytest.importorskip("yaml")
-    interactions: list[dict[str, Any]] = yaml.safe_load((FIXTURES / name).read_text())[
-        "interactions"
-    ]
-    return interactions
 
 
 def sse(*payloads: dict[str, Any]) -> bytes:
@@ -480,10 +458,10 @@ def test_error_message(status: int, body: str, message: str, code: str | None, k
 
 def test_recorded_thinking_stream_at_every_split() -> None:
     [interaction] = cassette("anthropic-stream-thinking.yaml")
-    body = interaction["response"]["body"]["string"].encode()
+    body = body_of(interaction)
     events, message = replay([body])
     anchors = [b"event: message_start", b"signature_delta", b"event: ping", b"event: message_stop"]
-    for chunks in splits(body, anchors):
+    for chunks in splits(body, anchors, margin=60):
         again, final = replay(chunks)
         assert again == events
         assert same(final, message)
@@ -538,7 +516,7 @@ def test_recorded_thinking_stream_at_every_split() -> None:
 
 def test_recorded_tool_use_stream_at_every_split() -> None:
     first, second = cassette("anthropic-stream-tool-use.yaml")
-    body = first["response"]["body"]["string"].encode()
+    body = body_of(first)
     events, message = replay([body])
     anchors = [
         b'"type":"server_tool_use"',
@@ -546,7 +524,7 @@ def test_recorded_tool_use_stream_at_every_split() -> None:
         b"input_json_delta",
         b"message_delta",
     ]
-    for chunks in splits(body, anchors):
+    for chunks in splits(body, anchors, margin=60):
         again, final = replay(chunks)
         assert again == events
         assert same(final, message)
@@ -579,7 +557,7 @@ def test_recorded_tool_use_stream_at_every_split() -> None:
     assert wire[1]["content"][-1] == recorded[1]["content"][-1]
     assert wire[2] == recorded[2]
 
-    _, answer = replay([second["response"]["body"]["string"].encode()])
+    _, answer = replay([body_of(second)])
     assert answer.content is not None
     assert answer.content.startswith("The current exchange rate is **1 USD = 0.92 EUR**.")
     assert answer.stop_reason == "stop"

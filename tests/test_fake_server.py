@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 import pytest
 from pydantic import ValidationError
-from support import PROVIDER_STREAMS
+from support import body_of, cassette
 
 from mibyan_jupyter.providers.base import ApiMode, SseEvent
 from mibyan_jupyter.providers.fake_server import (
@@ -38,7 +38,6 @@ from mibyan_jupyter.providers.fake_server import (
 )
 from mibyan_jupyter.providers.sse import SseDecoder
 
-CASSETTES = PROVIDER_STREAMS
 APIS: tuple[ApiMode, ...] = ("chat_completions", "codex_responses", "anthropic_messages")
 PATH: dict[ApiMode, str] = {
     "chat_completions": "/chat/completions",
@@ -168,12 +167,9 @@ def squeeze(names: list[str]) -> list[str]:
     return [name for i, name in enumerate(names) if i == 0 or names[i - 1] != name]
 
 
-def cassette(name: str, index: int = 0) -> list[SseEvent]:
-    yaml = pytest.importorskip("yaml")
-    if not CASSETTES.is_dir():
-        pytest.skip("recorded provider streams are not available")
-    data = yaml.safe_load((CASSETTES / name).read_text(encoding="utf-8"))
-    return decode(data["interactions"][index]["response"]["body"]["string"].encode())
+def recorded(name: str, index: int = 0) -> list[SseEvent]:
+    """The SSE events of a recorded interaction (skips when the fixtures are absent)."""
+    return decode(body_of(cassette(name)[index]))
 
 
 def by_type(events: list[SseEvent]) -> dict[str, dict[str, Any]]:
@@ -232,7 +228,7 @@ def test_chat_stream_text_thinking_tools_and_usage(
 def test_chat_shapes_match_the_recorded_stream(
     server: FakeProviderServer, client: httpx.Client
 ) -> None:
-    real = cassette("openai-chat-stream-tool-call.yaml", 1)
+    real = recorded("openai-chat-stream-tool-call.yaml", 1)
     server.push(FakeReply("The capital of the UK is London."))
     ours = decode(post_stream(client, "chat_completions")[1])
 
@@ -263,7 +259,7 @@ def test_chat_shapes_match_the_recorded_stream(
 def test_chat_tool_call_shapes_match_the_recorded_stream(
     server: FakeProviderServer, client: httpx.Client
 ) -> None:
-    real = cassette("openai-chat-stream-tool-call.yaml", 0)
+    real = recorded("openai-chat-stream-tool-call.yaml", 0)
     server.push(FakeReply(calls=[FakeCall("get_capital", {"country": "UK"})], chunk_size=3))
     ours = decode(post_stream(client, "chat_completions")[1])
     real_head = json.loads(real[0].data)["choices"][0]["delta"]["tool_calls"][0]
@@ -381,7 +377,7 @@ def test_responses_encrypted_content_only_when_included(
 def test_responses_shapes_match_the_recorded_streams(
     server: FakeProviderServer, client: httpx.Client, name: str, index: int, reply: FakeReply
 ) -> None:
-    real = cassette(name, index)
+    real = recorded(name, index)
     server.push(reply)
     ours = decode(post_stream(client, "codex_responses")[1])
     assert squeeze([e.event for e in ours]) == squeeze([e.event for e in real])
@@ -391,7 +387,7 @@ def test_responses_shapes_match_the_recorded_streams(
         assert set(mine[kind]) - ignore == set(data) - ignore, kind
         if "item" in data:
             assert set(mine[kind]["item"]) == set(data["item"]), kind
-    newest = by_type(cassette("openai-responses-stream-reasoning-usage.yaml"))
+    newest = by_type(recorded("openai-responses-stream-reasoning-usage.yaml"))
     assert set(mine["response.completed"]["response"]) <= set(
         newest["response.completed"]["response"]
     )
@@ -455,7 +451,7 @@ def test_anthropic_stream_thinking_text_tools_and_usage(
 def test_anthropic_shapes_match_the_recorded_streams(
     server: FakeProviderServer, client: httpx.Client, name: str, reply: FakeReply
 ) -> None:
-    real = cassette(name)
+    real = recorded(name)
     server.push(reply)
     ours = decode(post_stream(client, "anthropic_messages")[1])
     if name == "anthropic-stream-thinking.yaml":

@@ -7,11 +7,10 @@ summaries, incomplete responses, failures and cut-off streams."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from support import PROVIDER_STREAMS
+from support import body_of, cassette, splits
 
 from mibyan_jupyter.core.messages import (
     AssistantMessage,
@@ -48,7 +47,6 @@ from mibyan_jupyter.providers.errors import ProviderError, classify_status
 from mibyan_jupyter.providers.openai_responses import ResponsesAdapter
 from mibyan_jupyter.providers.sse import SseDecoder
 
-FIXTURES = PROVIDER_STREAMS
 ADAPTER = ResponsesAdapter()
 IMAGE = ImagePart(image_url=ImageUrl(url="data:image/png;base64,iVBORw0KGgo="))
 WEATHER = ToolSpec("weather", "Weather for a city.", {"type": "object", "properties": {}})
@@ -83,29 +81,6 @@ def replay(chunks: list[bytes]) -> tuple[list[StreamEvent], AssistantMessage]:
     events = feed_all(chunks, parser)
     assert parser.done
     return events, parser.finish()
-
-
-def splits(body: bytes, anchors: list[bytes]) -> Iterator[list[bytes]]:
-    """1-byte and 7-byte chunks, and two pieces split at every offset near each anchor."""
-    yield [body[i : i + 1] for i in range(len(body))]
-    yield [body[i : i + 7] for i in range(0, len(body), 7)]
-    for anchor in anchors:
-        at = body.index(anchor)
-        for cut in range(max(0, at - 40), min(len(body), at + len(anchor) + 40)):
-            yield [body[:cut], body[cut:]]
-
-
-def cassette(name: str) -> list[dict[str, Any]]:
-    if not FIXTURES.is_dir():
-        pytest.skip(f"recorded streams not found at {FIXTURES}")
-    yaml = pytest.importorskip("yaml")
-    data: dict[str, Any] = yaml.safe_load((FIXTURES / name).read_text())
-    return list(data["interactions"])
-
-
-def body_of(interaction: dict[str, Any]) -> bytes:
-    text: str = interaction["response"]["body"]["string"]
-    return text.encode()
 
 
 def recorded_events(body: bytes) -> list[dict[str, Any]]:

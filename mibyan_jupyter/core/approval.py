@@ -19,6 +19,7 @@ from typing import Any, Literal, Protocol, TypeAlias
 
 from .events import ApprovalRequested, ApprovalResolved
 from .signal import AbortSignal
+from .waiting import Expired, await_within
 
 Action: TypeAlias = Literal["allow", "deny", "ask"]
 Scope: TypeAlias = Literal["once", "session", "always"]
@@ -220,13 +221,12 @@ class ApprovalGate:
                     call_id=call_id, name=tool_name, args=dict(args), reason=decision.reason
                 )
             )
-            answer = await self._ask(
-                ApprovalRequest(call_id, tool_name, args, decision.reason), signal
-            )
+            request = ApprovalRequest(call_id, tool_name, args, decision.reason)
+            answer = await await_within(self.approver(request, signal), self.timeout)
         except asyncio.CancelledError:
             await resolved(False, "abort", "the run was stopped")
             raise
-        except _NoAnswer:
+        except Expired:
             reason = f"no answer within {self.timeout:g} s"
             await resolved(False, "timeout", reason)
             return GateOutcome(False, None, reason)
@@ -240,23 +240,3 @@ class ApprovalGate:
             return GateOutcome(True, answer.override_args, None)
         await resolved(False, "user", answer.reason, answer.scope)
         return GateOutcome(False, None, answer.reason or "the user denied it")
-
-    async def _ask(self, request: ApprovalRequest, signal: AbortSignal) -> Decision:
-        """The approver's answer; :class:`_NoAnswer` after ``timeout`` (a TimeoutError
-        raised by the approver itself is its own failure, not a timeout)."""
-        if self.timeout is None:
-            return await self.approver(request, signal)
-        pending = asyncio.ensure_future(self.approver(request, signal))
-        try:
-            done, _ = await asyncio.wait({pending}, timeout=self.timeout)
-        except asyncio.CancelledError:
-            pending.cancel()
-            raise
-        if not done:
-            pending.cancel()
-            raise _NoAnswer
-        return pending.result()
-
-
-class _NoAnswer(Exception):
-    """The approver did not answer within the gate's timeout."""

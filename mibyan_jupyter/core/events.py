@@ -18,6 +18,7 @@ The grammar, which the loop guarantees and the tests check as a property:
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
@@ -35,14 +36,17 @@ class AgentStart(_Event):
     type: Literal["agent_start"] = "agent_start"
 
 
+EndReason: TypeAlias = Literal[
+    "completed", "aborted", "error", "stopped_by_hook", "budget_exhausted"
+]
+
+
 class AgentEnd(_Event):
     """``messages`` are the messages this run added; ``reason`` why it ended."""
 
     type: Literal["agent_end"] = "agent_end"
     messages: tuple[Message, ...]
-    reason: Literal["completed", "aborted", "error", "stopped_by_hook", "budget_exhausted"] = (
-        "completed"
-    )
+    reason: EndReason = "completed"
 
 
 class TurnStart(_Event):
@@ -149,3 +153,6 @@ AgentEvent: TypeAlias = Annotated[
     Field(discriminator="type"),
 ]
 AGENT_EVENT_ADAPTER: TypeAdapter[AgentEvent] = TypeAdapter(AgentEvent)
+
+EventEmit: TypeAlias = Callable[[AgentEvent], Awaitable[None]]
+"""How the loop's parts hand an event on (awaited, so async subscribers are honoured)."""

@@ -10,13 +10,13 @@ is still open and emits exactly the missing closing events, never one twice.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Literal, TypeAlias
 
 from .events import (
     AgentEnd,
     AgentEvent,
     ApprovalRequested,
     ApprovalResolved,
+    EndReason,
     MessageEnd,
     MessageStart,
     ToolExecutionEnd,
@@ -31,11 +31,6 @@ CANCELLED = "Tool call cancelled by the user before it finished; its outcome is 
 
 def cancelled_result(call_id: str, name: str) -> ToolMessage:
     return ToolMessage(tool_call_id=call_id, name=name, content=CANCELLED, is_error=True)
-
-
-EndReasonLike: TypeAlias = Literal[
-    "completed", "aborted", "error", "stopped_by_hook", "budget_exhausted"
-]
 
 
 class GrammarTracker:
@@ -76,7 +71,7 @@ class GrammarTracker:
         finished: Mapping[str, ToolMessage],
         append: Callable[[Message], None],
         new_messages: Sequence[Message],
-        reason: EndReasonLike,
+        reason: EndReason,
     ) -> tuple[list[AgentEvent], AssistantMessage | None]:
         """The events that close whatever is open, in grammar order, and the turn's
         assistant message. Messages the events announce are appended (via ``append``)

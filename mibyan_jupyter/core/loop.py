@@ -27,7 +27,6 @@ re-raises ``CancelledError`` after AgentEnd so the canceller sees it.
 from __future__ import annotations
 
 import asyncio
-import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -38,30 +37,25 @@ from .events import (
     AgentEnd,
     AgentEvent,
     AgentStart,
+    EndReason,
     MessageEnd,
     MessageStart,
     TurnEnd,
     TurnStart,
 )
-from .grammar import EndReasonLike, GrammarTracker
+from .grammar import GrammarTracker
 from .messages import AssistantMessage, Message, ToolMessage, UserMessage
 from .model_call import ModelCall
 from .signal import AbortSignal
 from .stream import ModelRequest, StreamFn
 from .tool_batch import ToolBatch
 from .transcript import ModelView, TranscriptError, validate_transcript
+from .waiting import maybe_await
 
 EventSink = Callable[[AgentEvent], Awaitable[None] | None]
-EndReason = EndReasonLike
 T = TypeVar("T")
 
 _UNLIMITED = BudgetLimits(max_turns=None)
-
-
-async def _maybe(value: T | Awaitable[T]) -> T:
-    if inspect.isawaitable(value):
-        return await value
-    return value
 
 
 class _LoopRun:
@@ -90,7 +84,6 @@ class _LoopRun:
         self.budget = BudgetTracker(config.budget or _UNLIMITED)
         self.override: TurnUpdate | None = None
         self.cancelled_externally = False
-        self.turn_open = False
         self.turn_message: AssistantMessage | None = None
         self._pool: ThreadPoolExecutor | None = None
 
@@ -133,7 +126,7 @@ class _LoopRun:
     async def poll(self, hook: Callable[[], Any] | None) -> list[Message]:
         if hook is None:
             return []
-        return list(await _maybe(hook()))
+        return list(await maybe_await(hook()))
 
     async def start_turn(self) -> None:
         self.turn_message = None
@@ -183,7 +176,7 @@ class _LoopRun:
             while more_tool_calls or pending:
                 if last_turn is not None:
                     hook = self.config.prepare_next_turn
-                    self.override = await _maybe(hook(last_turn)) if hook else None
+                    self.override = await maybe_await(hook(last_turn)) if hook else None
                     if not pending:
                         pending = await self.poll(self.config.get_steering_messages)
                     await self.start_turn()
@@ -208,7 +201,7 @@ class _LoopRun:
                     return await self.end("aborted")
                 last_turn = TurnContext(message, results, self.messages, self.new_messages)
                 stop = self.config.should_stop_after_turn
-                if stop is not None and await _maybe(stop(last_turn)):
+                if stop is not None and await maybe_await(stop(last_turn)):
                     return await self.end("stopped_by_hook")
                 pending = await self.poll(self.config.get_steering_messages)
             pending = await self.poll(self.config.get_follow_up_messages)
@@ -272,9 +265,9 @@ class _LoopRun:
             return self.view.messages
         messages: Sequence[Message] = self.messages
         if config.transform_context is not None:
-            messages = await _maybe(config.transform_context(messages, self.signal))
+            messages = await maybe_await(config.transform_context(messages, self.signal))
         if config.convert_to_llm is not None:
-            converted = await _maybe(config.convert_to_llm(messages))
+            converted = await maybe_await(config.convert_to_llm(messages))
             validate_transcript(converted, ready_for_model=True)
             return converted
         view = ModelView(messages)
@@ -385,12 +378,12 @@ async def run_agent_loop_continue(
     tail = context.messages[-1]
     if isinstance(tail, AssistantMessage) and tail.sendable:
         queued = (
-            list(await _maybe(config.get_steering_messages()))
+            list(await maybe_await(config.get_steering_messages()))
             if config.get_steering_messages
             else []
         )
         if not queued and config.get_follow_up_messages:
-            queued = list(await _maybe(config.get_follow_up_messages()))
+            queued = list(await maybe_await(config.get_follow_up_messages()))
         if not queued:
             raise ValueError(
                 "cannot continue from an assistant message: nothing is queued "

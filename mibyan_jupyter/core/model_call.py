@@ -11,9 +11,9 @@ from __future__ import annotations
 import asyncio
 import inspect
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 
-from .events import AgentEvent, MessageEnd, MessageStart, MessageUpdate
+from .events import EventEmit, MessageEnd, MessageStart, MessageUpdate
 from .messages import AssistantMessage, FunctionCall, StopReason, Thinking, ToolCall, Usage
 from .signal import AbortSignal
 from .stream import (
@@ -33,8 +33,6 @@ from .stream import (
     ToolCallEnd,
     ToolCallStart,
 )
-
-Emit = Callable[[AgentEvent], Awaitable[None]]
 
 
 class PartialMessage:
@@ -131,7 +129,7 @@ class ModelCall:
 
     __slots__ = ("_emit", "_partial", "_signal", "_started", "_stream_fn", "cancelled_externally")
 
-    def __init__(self, stream_fn: StreamFn, signal: AbortSignal, emit: Emit) -> None:
+    def __init__(self, stream_fn: StreamFn, signal: AbortSignal, emit: EventEmit) -> None:
         self._stream_fn = stream_fn
         self._signal = signal
         self._emit = emit

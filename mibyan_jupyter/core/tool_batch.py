@@ -23,7 +23,7 @@ from typing import Any
 
 from .config import AfterToolCall, LoopConfig
 from .events import (
-    AgentEvent,
+    EventEmit,
     MessageEnd,
     MessageStart,
     ToolExecutionEnd,
@@ -33,10 +33,9 @@ from .events import (
 from .grammar import CANCELLED
 from .messages import AssistantMessage, Message, ToolCall, ToolMessage
 from .signal import AbortSignal
-from .tool_prepare import Outcome, Prepared, display_args, error_result, maybe_await, prepare_call
+from .tool_prepare import Outcome, Prepared, display_args, error_result, prepare_call
 from .tools import ToolRegistry, ToolResult, as_text
-
-Emit = Callable[[AgentEvent], Awaitable[None]]
+from .waiting import Expired, await_within, maybe_await
 
 
 def truncated_callerror_result(name: str) -> str:
@@ -44,10 +43,6 @@ def truncated_callerror_result(name: str) -> str:
         f"Tool call {name!r} was not executed: the response hit the output token limit, so "
         "its arguments may be truncated. Re-issue the tool call with complete arguments."
     )
-
-
-class _ToolTimedOut(Exception):
-    """The loop's own tool timeout (distinct from a TimeoutError raised by the tool)."""
 
 
 class ToolBatch:
@@ -59,7 +54,7 @@ class ToolBatch:
         tools: ToolRegistry,
         config: LoopConfig,
         signal: AbortSignal,
-        emit: Emit,
+        emit: EventEmit,
         transcript: Sequence[Message],
         pool: Callable[[], ThreadPoolExecutor],
         append: Callable[[Message], None],
@@ -237,11 +232,11 @@ class ToolBatch:
                     self._signal,
                     on_update,
                 )
-            value = await self._within_timeout(running)
+            value = await await_within(running, self._config.tool_timeout)
             if inspect.isawaitable(value):
                 value = await value
             result = value if isinstance(value, ToolResult) else ToolResult(content=as_text(value))
-        except _ToolTimedOut:
+        except Expired:
             result = error_result(
                 f"Tool {call.function.name!r} timed out after {self._config.tool_timeout:g} seconds; "
                 "split the work into smaller steps."
@@ -256,23 +251,6 @@ class ToolBatch:
         if updates:
             await asyncio.gather(*updates)
         return await self._after(prepared, result)
-
-    async def _within_timeout(self, running: Awaitable[Any]) -> Any:
-        """Await the tool, failing with :class:`_ToolTimedOut` after ``tool_timeout``; a
-        ``TimeoutError`` the tool raises itself stays the tool's own error."""
-        timeout = self._config.tool_timeout
-        if timeout is None:
-            return await running
-        future = asyncio.ensure_future(running)
-        try:
-            done, _ = await asyncio.wait({future}, timeout=timeout)
-        except asyncio.CancelledError:
-            future.cancel()
-            raise
-        if not done:
-            future.cancel()
-            raise _ToolTimedOut
-        return future.result()
 
     async def _after(self, prepared: Prepared, result: ToolResult) -> Outcome:
         hook = self._config.after_tool_call

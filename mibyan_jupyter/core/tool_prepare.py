@@ -10,21 +10,19 @@ block, a denial (with the reason, and a request not to retry the same call).
 from __future__ import annotations
 
 import asyncio
-import inspect
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel
 
 from .config import BeforeToolCall, Block, LoopConfig
-from .events import AgentEvent
+from .events import EventEmit
 from .grammar import CANCELLED
 from .messages import AssistantMessage, Message, ToolCall
 from .signal import AbortSignal
 from .tools import Tool, ToolArgumentsError, ToolRegistry, ToolResult, parse_arguments
-
-Emit = Callable[[AgentEvent], Awaitable[None]]
+from .waiting import maybe_await
 
 
 @dataclass(slots=True)
@@ -61,18 +59,12 @@ def _args_dict(args: Any) -> dict[str, Any]:
     return dict(args) if isinstance(args, dict) else {}
 
 
-async def maybe_await(value: Any) -> Any:
-    if inspect.isawaitable(value):
-        return await value
-    return value
-
-
 async def prepare_call(
     call: ToolCall,
     tools: ToolRegistry,
     config: LoopConfig,
     signal: AbortSignal,
-    emit: Emit,
+    emit: EventEmit,
     message: AssistantMessage,
     transcript: Sequence[Message],
 ) -> Prepared | Outcome:

@@ -38,7 +38,7 @@ from mibyan_jupyter.core.messages import (
     UserMessage,
 )
 from mibyan_jupyter.core.stream import ModelRequest, ThinkingLevel, ToolSpec
-from mibyan_jupyter.providers._anthropic_parse import AnthropicParser, map_stop_reason
+from mibyan_jupyter.providers._anthropic_parse import AnthropicParser, _obj, map_stop_reason
 from mibyan_jupyter.providers.base import ApiMode
 
 Block: TypeAlias = dict[str, Any]
@@ -171,10 +171,6 @@ def mark_cache_breakpoints(system: list[Block], messages: list[WireMessage]) -> 
             if block["type"] not in ("thinking", "redacted_thinking"):
                 block["cache_control"] = {"type": "ephemeral"}
                 break
-
-
-def _obj(value: object) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
 
 
 def _append(out: list[WireMessage], role: str, blocks: list[Block]) -> None:
