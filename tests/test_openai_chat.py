@@ -27,6 +27,7 @@ from mibyan_jupyter.core.messages import (
     UserMessage,
 )
 from mibyan_jupyter.core.model_call import PartialMessage
+from mibyan_jupyter.core.partial_json import parse_partial
 from mibyan_jupyter.core.stream import (
     ModelRequest,
     StreamEvent,
@@ -45,7 +46,6 @@ from mibyan_jupyter.core.stream import (
 )
 from mibyan_jupyter.providers.errors import ProviderError, classify_status
 from mibyan_jupyter.providers.openai_chat import ChatCompletionsAdapter
-from mibyan_jupyter.providers.partial_json import parse_partial
 from mibyan_jupyter.providers.sse import SseDecoder
 
 ADAPTER = ChatCompletionsAdapter()

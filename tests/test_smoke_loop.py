@@ -78,3 +78,22 @@ async def test_non_streaming_stream_function() -> None:
     assert "message_update" not in recorder.types(updates=True)
     assert seen == [1, 3]
     assert agent.state.messages[2].content == "5"
+
+
+async def test_tool_call_arguments_are_parsed_while_they_stream() -> None:
+    """Each ToolCallDelta the loop passes on carries the arguments parsed so far."""
+    from mibyan_jupyter.core import MessageUpdate
+    from mibyan_jupyter.core.stream import ToolCallDelta
+
+    model = ScriptedModel([Reply(calls=[Call("add", {"a": 12, "b": 345})]), "done"], chunk_size=3)
+    agent = Agent(stream_fn=model, tools=[add])
+    recorder = Recorder()
+    agent.subscribe(recorder)
+    await agent.achat("go")
+    seen = [
+        e.event.arguments for e in recorder.of(MessageUpdate) if isinstance(e.event, ToolCallDelta)
+    ]
+    assert len(seen) > 3
+    assert seen[-1] == {"a": 12, "b": 345}
+    assert seen[0] == {}  # it grows from nothing: "{\"a" shows no argument yet
+    assert any(value == {"a": 12} for value in seen)  # a prefix already shows the first argument

@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Callable
 
 from .events import EventEmit, MessageEnd, MessageStart, MessageUpdate
 from .messages import AssistantMessage, FunctionCall, StopReason, Thinking, ToolCall, Usage
+from .partial_json import parse_partial
 from .signal import AbortSignal
 from .stream import (
     ModelRequest,
@@ -73,6 +74,11 @@ class PartialMessage:
         elif isinstance(event, StreamStart):
             self.model = event.model or self.model
             self.api = event.api or self.api
+
+    def arguments_text(self, index: int) -> str:
+        """The arguments text of tool call ``index`` so far."""
+        entry = self._calls.get(index)
+        return "".join(entry[2]) if entry is not None else ""
 
     def snapshot(
         self, stop_reason: StopReason = "stop", error_message: str | None = None
@@ -178,6 +184,11 @@ class ModelCall:
                     return event.message
                 if isinstance(event, _DELTA_TYPES):
                     partial.apply(event)
+                    if isinstance(event, ToolCallDelta) and event.arguments is None:
+                        # Progressively parsed arguments for live display; O(length) per
+                        # delta, like the partial snapshot itself.
+                        parsed = parse_partial(partial.arguments_text(event.index))
+                        event = event.model_copy(update={"arguments": parsed})
                     if not self._started:
                         self._started = True
                         await self._emit(MessageStart(message=partial.snapshot()))

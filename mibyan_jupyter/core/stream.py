@@ -78,6 +78,9 @@ class ToolCallDelta(_Event):
     index: int
     delta: str
     """A fragment of the arguments' JSON text."""
+    arguments: Any = None
+    """The arguments parsed so far (a JSON prefix, see :mod:`.partial_json`), for live
+    display only; the loop fills it in when the stream function leaves it out."""
 
 
 class ToolCallEnd(_Event):
