@@ -71,7 +71,7 @@ def abort_after_deltas(
     return listener
 
 
-async def wait_until(predicate: Callable[[], bool], timeout: float = 2.0) -> None:
+async def wait_until(predicate: Callable[[], bool], timeout: float = 2.0) -> None:  # noqa: ASYNC109 - a test helper
     deadline = time.monotonic() + timeout
     while not predicate():
         assert time.monotonic() < deadline, "timed out waiting"

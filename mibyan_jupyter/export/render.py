@@ -15,12 +15,11 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import PurePath
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, assert_never
 
 from pydantic_core import PydanticSerializationError
-from typing_extensions import assert_never
 
 from mibyan_jupyter.core.messages import (
     MESSAGE_ADAPTER,
@@ -186,7 +185,7 @@ def usage_dict(usage: Usage) -> dict[str, int]:
 
 
 def iso_time(seconds: float, *, minutes: bool = False) -> str:
-    moment = datetime.fromtimestamp(seconds, tz=timezone.utc)
+    moment = datetime.fromtimestamp(seconds, tz=UTC)
     if minutes:
         return moment.strftime("%Y-%m-%d %H:%M UTC")
     return moment.isoformat(timespec="seconds")

@@ -22,9 +22,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from typing import Any, Final, TypeAlias
-
-from typing_extensions import assert_never
+from typing import Any, Final, TypeAlias, assert_never
 
 from mibyan_jupyter.core.messages import (
     AssistantMessage,

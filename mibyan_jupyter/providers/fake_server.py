@@ -32,9 +32,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, cast
-
-from typing_extensions import assert_never
+from typing import Any, assert_never, cast
 
 from mibyan_jupyter.providers._fake_script import (
     DEFAULT_USAGE,

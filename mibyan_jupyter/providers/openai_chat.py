@@ -15,9 +15,7 @@ that at end of stream. Anything shorter is a cut-off stream: ``format_error``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
-
-from typing_extensions import assert_never
+from typing import Any, assert_never
 
 from mibyan_jupyter.core.messages import (
     AssistantMessage,

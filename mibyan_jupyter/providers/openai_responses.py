@@ -20,9 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
-
-from typing_extensions import assert_never
+from typing import Any, assert_never
 
 from mibyan_jupyter.core.messages import (
     AssistantMessage,

@@ -31,8 +31,7 @@ import logging
 import sqlite3
 import time
 from dataclasses import dataclass, field
-
-from typing_extensions import assert_never
+from typing import assert_never
 
 from mibyan_jupyter.core.events import (
     AgentEnd,
