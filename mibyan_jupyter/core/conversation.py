@@ -9,6 +9,7 @@ code should prefer ``achat`` / ``arun_conversation``, which run on the caller's 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import threading
 import uuid
 from collections.abc import Coroutine, Sequence
@@ -38,10 +39,14 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     except RuntimeError:
         return asyncio.run(coro)
     box: dict[str, Any] = {}
+    # The worker runs in a copy of this context, so context variables set by the caller
+    # (e.g. the kernel's current parent message, which routes output to the right cell)
+    # hold inside the coroutine too.
+    context = contextvars.copy_context()
 
     def target() -> None:
         try:
-            box["value"] = asyncio.run(coro)
+            box["value"] = context.run(asyncio.run, coro)
         except BaseException as error:  # re-raised in the caller's thread
             box["error"] = error
 

@@ -7,6 +7,7 @@ schema, so a side-effecting tool asks for approval), and an answer built from th
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from .fakes import Call, FunctionModel, Reply
@@ -16,7 +17,26 @@ from .stream import ModelRequest, ToolSpec
 DEMO_MODEL_NAME = "demo"
 
 
+_FENCED = re.compile(r"```[ \t]*(?P<info>[\w+-]*)[^\n]*\n(?P<body>.*?)```", re.S)
+_CODE_LANGUAGES = {"code": ("python", "py", "python3", ""), "command": ("sh", "bash", "shell", "")}
+_CODE_DEFAULTS = {
+    "code": 'print("Hello from the demo model!")',
+    "command": "echo hello from the demo model",
+}
+
+
+def _fenced(prompt: str, languages: tuple[str, ...]) -> str | None:
+    """The first fenced block of the prompt in one of ``languages`` ("" = no info string):
+    the demo runs the code a lesson shows it, so teaching notebooks can script it."""
+    for match in _FENCED.finditer(prompt):
+        if match["info"].lower() in languages:
+            return match["body"].rstrip("\n")
+    return None
+
+
 def _example_value(name: str, schema: dict[str, Any], prompt: str) -> Any:
+    if name in _CODE_LANGUAGES:
+        return _fenced(prompt, _CODE_LANGUAGES[name]) or _CODE_DEFAULTS[name]
     if "default" in schema:
         return schema["default"]
     kind = schema.get("type")

@@ -1,0 +1,108 @@
+"""Who answers an approval inside the kernel: the buttons of the cell's view, or, when no
+front end is there to click them, the policy.
+
+DESIGN.md "Running inside the kernel": clicks arrive while the cell awaits its run (ipykernel
+>= 7.4), possibly on another thread, so they only ever resolve a future through
+``call_soon_threadsafe``; the wait is cut in short slices so Kernel > Interrupt is honoured
+at once. Headless runs (nbclient, nbconvert, papermill) have no front end: the view's
+front-end code says "rendered" when it is shown; if it has not within ``headless_wait``
+seconds, the policy decides (deny, with the reason recorded) and the run completes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import time
+from typing import TYPE_CHECKING
+
+from mibyan_jupyter.core.approval import ApprovalRequest, Decision, Denied
+from mibyan_jupyter.core.signal import AbortSignal
+
+if TYPE_CHECKING:
+    from mibyan_jupyter.jupyter.view import AgentView
+
+SLICE_S = 0.2
+"""How long one wait for a click lasts before looking again (interrupt latency)."""
+
+HEADLESS_ENV = "MIBYAN_APPROVE"
+"""``ask`` / ``auto`` / ``deny``: the approval mode when a cell gives none (CI, papermill)."""
+
+
+def headless_denial(request: ApprovalRequest) -> Denied:
+    return Denied(
+        f"{request.tool_name} needs approval ({request.reason}) and no one can click "
+        "Approve: the notebook runs without a front end (nbclient, nbconvert, papermill). "
+        "Use --approve auto on the cell, or MIBYAN_APPROVE=auto, to allow it there."
+    )
+
+
+class CellApprover:
+    """An :class:`~mibyan_jupyter.core.approval.Approver` backed by a cell's view."""
+
+    def __init__(
+        self,
+        view: AgentView,
+        loop: asyncio.AbstractEventLoop,
+        *,
+        headless_wait: float = 2.0,
+    ) -> None:
+        self._view = view
+        self._loop = loop
+        self._headless_wait = headless_wait
+        self._shown_at = time.monotonic()
+        self._rendered = asyncio.Event()
+        self._pending: dict[str, asyncio.Future[Decision]] = {}
+        self.headless = False
+        """Set once the front end failed to answer the handshake: the policy decides."""
+        view.on_rendered(lambda: loop.call_soon_threadsafe(self._rendered.set))
+        view.on_decision(self._decided_elsewhere)
+        if view.rendered:
+            self._rendered.set()
+
+    def _decided_elsewhere(self, call_id: str, decision: Decision) -> None:
+        """The view's callback: any thread."""
+        self._loop.call_soon_threadsafe(self._resolve, call_id, decision)
+
+    def _resolve(self, call_id: str, decision: Decision) -> None:
+        future = self._pending.get(call_id)
+        if future is not None and not future.done():
+            future.set_result(decision)
+
+    async def _front_end_present(self) -> bool:
+        if self._rendered.is_set():
+            return True
+        if self.headless:
+            return False
+        remaining = self._headless_wait - (time.monotonic() - self._shown_at)
+        if remaining > 0:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._rendered.wait(), remaining)
+        self.headless = not self._rendered.is_set()
+        if self.headless:
+            self._view.show_notice(
+                "No front end answered (headless run): approvals are decided by the policy.",
+                level="warning",
+            )
+        return not self.headless
+
+    async def __call__(self, request: ApprovalRequest, signal: AbortSignal) -> Decision:
+        if not await self._front_end_present():
+            return headless_denial(request)
+        future: asyncio.Future[Decision] = self._loop.create_future()
+        self._pending[request.call_id] = future
+        try:
+            while not future.done():
+                if signal.aborted:
+                    return Denied("the run was stopped before a decision")
+                await asyncio.wait({future}, timeout=SLICE_S)
+            return future.result()
+        finally:
+            self._pending.pop(request.call_id, None)
+
+
+def default_approve_mode(configured: str) -> str:
+    """``MIBYAN_APPROVE`` wins over the configured default (not over a cell's option)."""
+    value = os.environ.get(HEADLESS_ENV, "").strip().lower()
+    return value if value in ("ask", "auto", "deny") else configured

@@ -1,0 +1,116 @@
+"""A stored session shown in a notebook (``%agent resume``) or written out as a notebook or
+Markdown file (``%agent export``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mibyan_jupyter.jupyter.tables import Message, Table
+
+if TYPE_CHECKING:
+    from mibyan_jupyter.export.render import SessionMeta
+    from mibyan_jupyter.store.sessions import SessionInfo, SessionStore
+
+
+class Bundle:
+    """A ready mimebundle (the static transcript), displayable as is."""
+
+    def __init__(self, data: dict[str, str]) -> None:
+        self.data = data
+
+    def __repr__(self) -> str:
+        return self.data.get("text/plain", "")
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, str]:
+        return self.data
+
+
+def session_meta(store: SessionStore, info: SessionInfo, messages: list[Any]) -> SessionMeta:
+    from mibyan_jupyter.core.conversation import total_usage
+    from mibyan_jupyter.export.render import SessionMeta
+
+    return SessionMeta(
+        id=info.id,
+        title=info.title,
+        model=info.model,
+        created_at=info.created_at,
+        usage=total_usage(messages),
+        cost=info.cost,
+        notebook_path=info.notebook_path,
+    )
+
+
+def show_history(store: SessionStore, session_id: str) -> list[Any]:
+    """The session's conversation as a static transcript, plus the approvals that were
+    still pending when its kernel stopped (they did not run)."""
+    from mibyan_jupyter.core.conversation import total_usage
+    from mibyan_jupyter.jupyter.view import ViewHeader, render_transcript
+    from mibyan_jupyter.store.records import load_messages
+    from mibyan_jupyter.store.resume import pending_approvals
+
+    info = store.get(session_id)
+    messages = load_messages(store.db, info.id)
+    header = ViewHeader(
+        title=info.title,
+        session_id=info.id,
+        model=info.model or "",
+        demo=(info.model or "").startswith("demo"),
+        context_window=None,
+    )
+    status = "completed" if info.status in ("idle", "completed") else info.status
+    shown: list[Any] = [
+        Bundle(
+            render_transcript(messages, header=header, status=status, usage=total_usage(messages))
+        )
+    ]
+    pending = pending_approvals(store, info.id)
+    if pending:
+        rows = [(p.name, p.arguments[:200]) for p in pending]
+        shown.append(
+            Table(
+                ("tool", "arguments"),
+                rows,
+                caption="Approvals that were pending when the kernel stopped",
+                note="These calls did not run; the model is told so. Ask again to run them.",
+            )
+        )
+    shown.append(
+        Message(
+            f"Resumed session {info.id[:8]} ({info.message_count} messages): "
+            "the next %%agent cells continue it."
+        )
+    )
+    return shown
+
+
+def export_session(
+    store: SessionStore, session: str, path: str | None, fmt: str | None, verify: bool
+) -> Any:
+    """Write the session to ``path`` (default: ``<title>.ipynb`` next to the notebook)."""
+    from mibyan_jupyter.store.records import load_messages
+
+    info = store.get(session)
+    messages = load_messages(store.db, info.id)
+    meta = session_meta(store, info, messages)
+    fmt = fmt or ("md" if path and path.endswith(".md") else "ipynb")
+    target = Path(path or f"session-{info.id[:8]}.{fmt}")
+    if fmt == "md":
+        from mibyan_jupyter.export.markdown import export_markdown
+
+        target.write_text(export_markdown(messages, session=meta), encoding="utf-8")
+        return Message(f"Wrote {target} ({len(messages)} messages, Markdown).")
+    from mibyan_jupyter.export.notebook import export_notebook, verify_notebook, write_notebook
+
+    write_notebook(messages, target, session=meta)
+    report = f"Wrote {target} ({len(messages)} messages, notebook)."
+    if not verify:
+        return Message(report)
+    differences = verify_notebook(export_notebook(messages, session=meta), cwd=target.parent)
+    if not differences:
+        return Message(report + " Re-running it gave the same outputs.")
+    rows = [(d.cell_index, d.recorded[:200], d.actual[:200]) for d in differences]
+    return [
+        Message(report),
+        Table(("cell", "recorded", "re-run"), rows, caption="Outputs that differ on re-run"),
+    ]

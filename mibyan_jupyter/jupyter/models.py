@@ -1,0 +1,114 @@
+"""Which model a cell talks to, and the stream function that reaches it.
+
+With no model configured and no provider key in the environment, the built-in demo model
+answers (the teaching notebooks and Binder rely on it), and the view says so. A hosted model
+whose key is missing fails before the run with what to set, never mid-stream.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from mibyan_jupyter.jupyter.options import AgentUsageError
+
+if TYPE_CHECKING:
+    from mibyan_jupyter.core.stream import StreamFn
+
+DEMO_MODELS = {"demo": 0.02, "demo-slow": 0.2}
+"""Demo model names and their delay between chunks (``demo-slow`` shows Stop in class)."""
+
+AUTO_MODELS = (
+    ("OPENAI_API_KEY", "openai:gpt-4.1-mini"),
+    ("ANTHROPIC_API_KEY", "anthropic:claude-sonnet-4-5"),
+    ("OPENROUTER_API_KEY", "openrouter:openai/gpt-4.1-mini"),
+)
+"""The model used when none is configured: the first provider whose key is set."""
+
+CONTEXT_WINDOWS = (
+    ("demo", 8_192),
+    ("openai:gpt-4.1", 1_047_576),
+    ("openai:gpt-5", 400_000),
+    ("openai:gpt-4o", 128_000),
+    ("openai:o", 200_000),
+    ("anthropic:claude", 200_000),
+)
+"""Context windows by label prefix, for the view's context bar (unknown: usage only)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChosenModel:
+    name: str
+    """What the Agent sends as ``request.model`` (a spec string or a demo name)."""
+    label: str
+    """For the header and the store: the spec without anything secret."""
+    demo: bool
+    context_window: int | None
+
+
+def choose_model(requested: str) -> ChosenModel:
+    """The model for ``requested`` ("" = automatic); raises :class:`AgentUsageError` for an
+    unknown name or a missing key, saying what to do."""
+    name = requested.strip() or _automatic()
+    if name in DEMO_MODELS:
+        return ChosenModel(name, name, True, _context_window(name))
+    from mibyan_jupyter.providers.spec import ModelSpecError, resolve_model
+
+    try:
+        spec = resolve_model(name)
+    except ModelSpecError as error:
+        raise AgentUsageError(f"{error} (or --model demo for the built-in demo model)") from None
+    missing_key = spec.requires_key and spec.api_key is None and spec.key_env
+    if missing_key and not os.environ.get(spec.key_env or ""):
+        raise AgentUsageError(
+            f"{spec.label} needs an API key: set {spec.key_env} in the kernel's environment "
+            f"(e.g. %env {spec.key_env}=...) or use --model demo"
+        )
+    return ChosenModel(name, spec.label, False, _context_window(spec.label))
+
+
+def _automatic() -> str:
+    for env, model in AUTO_MODELS:
+        if os.environ.get(env):
+            return model
+    return "demo"
+
+
+def _context_window(label: str) -> int | None:
+    for prefix, tokens in CONTEXT_WINDOWS:
+        if label.startswith(prefix):
+            return tokens
+    return None
+
+
+def stream_function(chosen: ChosenModel, fallback_models: tuple[str, ...]) -> StreamFn:
+    """The demo model, or a provider client with its fallback chain."""
+    if chosen.demo:
+        from mibyan_jupyter.core.demo_model import demo_model
+
+        return demo_model(delay=DEMO_MODELS[chosen.name])
+    from mibyan_jupyter.providers.client import ProviderClient
+
+    for model in fallback_models:
+        choose_model(model)  # fail now, with the same message, not at failover time
+    return ProviderClient(fallback_models=fallback_models)
+
+
+def model_rows() -> list[tuple[str, str, str]]:
+    """(model, provider, status) rows for ``%agent models``."""
+    from mibyan_jupyter.providers.spec import PROVIDERS
+
+    rows = [(name, "built-in", "always available (no key)") for name in DEMO_MODELS]
+    for provider in PROVIDERS.values():
+        if provider.name == "fake":
+            continue
+        if provider.key_env is None:
+            status = f"local server at {provider.base_url}"
+        elif os.environ.get(provider.key_env):
+            status = f"key set ({provider.key_env})"
+        else:
+            status = f"no key: set {provider.key_env}"
+        example = next((m for env, m in AUTO_MODELS if env == provider.key_env), None)
+        rows.append((example or f"{provider.name}:<model>", provider.name, status))
+    return rows

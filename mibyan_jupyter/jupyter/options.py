@@ -1,0 +1,173 @@
+"""The options of a ``%%agent`` cell: parsed with IPython's magic_arguments (so ``%%agent?``
+and ``--help`` print the same text), checked, and merged with the configured defaults.
+
+Parsing is kept apart from running so the input transformer, the real cell magic and the
+front end's queue message all read a cell's first line the same way, and so a bad option
+fails before anything is sent to a model.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from IPython.core.error import UsageError
+from IPython.core.magic_arguments import argument, magic_arguments
+
+ApproveMode = Literal["ask", "auto", "deny"]
+APPROVE_MODES: tuple[ApproveMode, ...] = ("ask", "auto", "deny")
+THINKING_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh")
+TOOL_MODES = ("parallel", "sequential")
+
+
+class AgentUsageError(UsageError):
+    """A bad ``%%agent`` option: one red line saying what is allowed, not a traceback."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"UsageError: {self}"]
+
+
+class Defaults(Protocol):
+    """What the configured magic (traitlets) provides; see :class:`~.magic.AgentMagics`."""
+
+    model: str
+    fallback_models: list[str]
+    system_prompt: str
+    tools: str
+    approve: str
+    max_turns: int
+    max_tokens: int
+    max_cost: float
+    thinking: str
+    tool_mode: str
+
+
+@dataclass(frozen=True, slots=True)
+class CellOptions:
+    """A cell's options after defaults: ``None`` limits are unlimited."""
+
+    model: str
+    session: str | None
+    """``"new"``, ``"last"``, an id or id prefix, or ``None`` (this notebook's current)."""
+    system_prompt: str | None
+    """``None``: keep the session's own system prompt."""
+    tools: str
+    approve: ApproveMode
+    max_turns: int | None
+    max_tokens: int | None
+    max_cost: float | None
+    thinking: str
+    tool_mode: str
+    fallback_models: tuple[str, ...]
+    after: bool
+    """Queue as a follow-up (run after the agent finishes) instead of steering."""
+
+
+@magic_arguments(name="%agent")
+@argument(
+    "--model",
+    "-m",
+    help="model spec, e.g. openai:gpt-4.1-mini, anthropic:claude-sonnet-4-5, "
+    "ollama:llama3.1, demo, demo-slow (default: c.AgentMagics.model, else the first "
+    "provider with a key, else the demo model)",
+)
+@argument(
+    "--session",
+    "-s",
+    help="new | last | ID: which session the cell talks to "
+    "(default: this notebook's current session, so successive cells are one conversation)",
+)
+@argument("--system", help="system prompt for the session")
+@argument(
+    "--tools",
+    "-t",
+    help="tool groups: inspect,python,files,shell | all | none (default: c.AgentMagics.tools)",
+)
+@argument(
+    "--approve",
+    "-a",
+    help="ask | auto | deny: how tool calls with side effects are "
+    "approved (default ask; with no front end the policy denies them)",
+)
+@argument("--max-turns", help="most model calls in this cell (positive integer)")
+@argument("--max-tokens", help="most tokens (input + output) in this cell (positive integer)")
+@argument("--max-cost", help="most US dollars this cell may spend (positive number)")
+@argument("--thinking", help="reasoning effort: " + " | ".join(THINKING_LEVELS))
+@argument("--tool-mode", help="parallel | sequential execution of one turn's tool calls")
+@argument("--fallback", nargs="+", metavar="MODEL", help="models to fail over to, in order")
+@argument(
+    "--after",
+    action="store_true",
+    help="if the agent is busy, run this prompt after it "
+    "finishes (follow-up) instead of steering it",
+)
+def agent_cell_signature(line: str, cell: str = "") -> None:
+    """Ask the agent: the cell's body is the prompt.
+
+    Example::
+
+        %%agent --tools inspect,python
+        What columns does df have, and plot the price by year.
+    """
+
+
+USAGE = str(agent_cell_signature.__doc__)
+
+
+def _positive(name: str, text: str | None, kind: type[int] | type[float]) -> Any:
+    if text is None:
+        return None
+    try:
+        value = kind(text)
+    except ValueError:
+        noun = "integer" if kind is int else "number"
+        raise AgentUsageError(f"--{name} must be a positive {noun}, got {text!r}") from None
+    if value <= 0:
+        raise AgentUsageError(f"--{name} must be positive, got {text!r}")
+    return value
+
+
+def _choice(name: str, value: str, allowed: tuple[str, ...]) -> str:
+    if value not in allowed:
+        raise AgentUsageError(f"--{name} must be one of {', '.join(allowed)}; got {value!r}")
+    return value
+
+
+def parse_cell_line(line: str, defaults: Defaults) -> CellOptions:
+    """The options of ``%%agent <line>`` merged with ``defaults``; raises
+    :class:`AgentUsageError` (with what is allowed) for anything wrong."""
+    try:
+        args = agent_cell_signature.parser.parse_args(shlex.split(line))  # type: ignore[attr-defined]
+    except ValueError as error:  # unbalanced quotes
+        raise AgentUsageError(f"cannot read the options: {error}") from None
+    except UsageError as error:
+        raise AgentUsageError(f"{error} (see %%agent? for the options)") from None
+    max_turns = _positive("max-turns", args.max_turns, int) or defaults.max_turns or None
+    max_tokens = _positive("max-tokens", args.max_tokens, int) or defaults.max_tokens or None
+    max_cost = _positive("max-cost", args.max_cost, float) or defaults.max_cost or None
+    approve = _choice("approve", args.approve or defaults.approve, APPROVE_MODES)
+    session = args.session
+    if session is not None and not re.fullmatch(r"new|last|[0-9A-Za-z_-]{2,64}", session):
+        raise AgentUsageError(f"--session must be new, last or a session id; got {session!r}")
+    return CellOptions(
+        model=(args.model or defaults.model).strip(),
+        session=session,
+        system_prompt=args.system,
+        tools=args.tools if args.tools is not None else defaults.tools,
+        approve=approve,  # type: ignore[arg-type]
+        max_turns=max_turns,
+        max_tokens=max_tokens,
+        max_cost=max_cost,
+        thinking=_choice("thinking", args.thinking or defaults.thinking, THINKING_LEVELS),
+        tool_mode=_choice("tool-mode", args.tool_mode or defaults.tool_mode, TOOL_MODES),
+        fallback_models=tuple(args.fallback or defaults.fallback_models),
+        after=bool(args.after),
+    )
+
+
+def wants_help(line: str) -> bool:
+    """``%%agent?``, ``%%agent --help`` or ``-h``: IPython's own help, not a run."""
+    words = line.split()
+    return line.rstrip().endswith("?") or "--help" in words or "-h" in words

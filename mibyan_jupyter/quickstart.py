@@ -1,0 +1,81 @@
+"""``python -m mibyan_jupyter.quickstart [NOTEBOOK]``: execute a notebook of ``%%agent`` cells
+in a fresh kernel, the way CI, nbconvert or papermill would, and print what each cell showed.
+
+With no key the demo model answers. Nobody can click Approve here, so calls that need
+approval are denied by the policy (with the reason in the output) and the run completes:
+a notebook of ``%%agent`` cells never hangs without a browser. The executed copy is written
+next to the input as ``<name>.executed.ipynb`` unless ``--output`` says otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+DEFAULT = Path("notebooks/01-quickstart.ipynb")
+
+
+def _plain(output: dict[str, Any]) -> str:
+    """What a terminal can show of one output."""
+    if output.get("output_type") == "stream":
+        return str(output.get("text", ""))
+    if output.get("output_type") == "error":
+        return f"{output.get('ename')}: {output.get('evalue')}"
+    data = output.get("data", {})
+    for kind in ("text/markdown", "text/plain"):
+        if kind in data:
+            text = data[kind]
+            return "".join(text) if isinstance(text, list) else str(text)
+    if "text/html" in data:
+        text = "".join(data["text/html"]) if isinstance(data["text/html"], list) else data["text/html"]
+        return html.unescape(re.sub(r"<[^>]+>", " ", str(text)))
+    return ", ".join(sorted(data))
+
+
+def execute(path: Path, output: Path | None = None, timeout: int = 120) -> Path:
+    import nbformat
+    from nbclient import NotebookClient
+
+    notebook = nbformat.read(path, as_version=4)
+    client = NotebookClient(
+        notebook,
+        timeout=timeout,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(path.parent.resolve())}},
+    )
+    started = time.perf_counter()
+    client.execute()
+    target = output or path.with_name(path.stem + ".executed.ipynb")
+    nbformat.write(notebook, target)
+    for index, cell in enumerate(notebook.cells):
+        if cell.cell_type != "code":
+            continue
+        print(f"\n── cell {index}: {cell.source.splitlines()[0] if cell.source else ''}")
+        for item in cell.get("outputs", []):
+            text = _plain(item).strip()
+            if text:
+                print("   " + "\n   ".join(text.splitlines()[:40]))
+    print(f"\nExecuted {path} in {time.perf_counter() - started:.1f} s -> {target}")
+    return target
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("notebook", nargs="?", type=Path, default=DEFAULT)
+    parser.add_argument("--output", type=Path)
+    parser.add_argument("--timeout", type=int, default=120, help="seconds per cell")
+    args = parser.parse_args(argv)
+    if not args.notebook.exists():
+        print(f"no such notebook: {args.notebook}", file=sys.stderr)
+        return 2
+    execute(args.notebook, args.output, args.timeout)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,176 @@
+"""The magics through a real IPython InteractiveShell: loading, the input transformer,
+options and their errors, help, configuration traitlets, and the %agent commands."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from IPython.core.error import UsageError
+from IPython.core.interactiveshell import InteractiveShell
+from traitlets.config import Config
+
+from mibyan_jupyter.jupyter import extension
+from mibyan_jupyter.jupyter.options import AgentUsageError, parse_cell_line
+from mibyan_jupyter.jupyter.state import reset_kernel_state
+from mibyan_jupyter.jupyter.transform import agent_cell_transformer
+
+
+@pytest.fixture
+def shell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[InteractiveShell]:
+    monkeypatch.setenv("MIBYAN_DB", str(tmp_path / "sessions.sqlite3"))
+    for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "JPY_SESSION_NAME"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.chdir(tmp_path)
+    reset_kernel_state()
+    ip = InteractiveShell.instance()
+    ip.run_line_magic("load_ext", "mibyan_jupyter")
+    yield ip
+    ip.run_line_magic("unload_ext", "mibyan_jupyter")
+    extension._MAGICS = None
+    reset_kernel_state()
+    InteractiveShell.clear_instance()
+
+
+def test_load_ext_registers_both_magics_and_the_transformer(shell: InteractiveShell) -> None:
+    magics = shell.magics_manager.magics
+    assert "agent" in magics["cell"]
+    assert "agent" in magics["line"]
+    assert agent_cell_transformer in shell.input_transformers_cleanup
+    shell.run_line_magic("load_ext", "mibyan_jupyter")  # twice: no second transformer
+    assert shell.input_transformers_cleanup.count(agent_cell_transformer) == 1
+
+
+def test_transformer_rewrites_an_agent_cell_into_an_await() -> None:
+    lines = ["%%agent --model demo\n", "What is 'x'?\n", "Second line\n"]
+    (code,) = agent_cell_transformer(lines)
+    assert code.startswith("await __import__('mibyan_jupyter.jupyter.run'")
+    assert "\"What is 'x'?\\nSecond line\\n\", '--model demo')" in code
+    compile(code, "<cell>", "exec", flags=0x2000)  # PyCF_ALLOW_TOP_LEVEL_AWAIT
+
+
+@pytest.mark.parametrize(
+    "first", ["%%agent?\n", "%%agent --help\n", "%%agent -h\n", "%%agents\n", "print(1)\n"]
+)
+def test_transformer_leaves_help_and_other_cells_alone(first: str) -> None:
+    lines = [first, "body\n"]
+    assert agent_cell_transformer(lines) == lines
+
+
+def test_help_lists_every_option(shell: InteractiveShell, capsys: pytest.CaptureFixture[str]) -> None:
+    shell.run_cell("%%agent --help\nanything\n")
+    out = capsys.readouterr().out
+    for option in (
+        "--model", "--session", "--system", "--tools", "--approve", "--max-turns",
+        "--max-tokens", "--max-cost", "--thinking", "--tool-mode", "--fallback", "--after",
+    ):  # fmt: skip
+        assert option in out, option
+    doc = shell.magics_manager.magics["cell"]["agent"].__doc__
+    assert doc is not None and "--tool-mode" in doc  # what %%agent? shows
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("--max-turns zero", "--max-turns must be a positive integer"),
+        ("--max-turns 0", "--max-turns must be positive"),
+        ("--max-cost -2", "--max-cost must be positive"),
+        ("--approve maybe", "--approve must be one of ask, auto, deny"),
+        ("--thinking huge", "--thinking must be one of off, minimal"),
+        ("--tool-mode random", "--tool-mode must be one of parallel, sequential"),
+        ("--colour red", "unrecognized arguments: --colour"),
+        ("--session 'two words'", "--session must be new, last or a session id"),
+        ("--system 'unclosed", "cannot read the options"),
+    ],
+)
+def test_bad_options_say_what_is_allowed(
+    shell: InteractiveShell, line: str, message: str
+) -> None:
+    with pytest.raises(AgentUsageError, match=message):
+        parse_cell_line(line, extension.active_defaults())
+    result = shell.run_cell(f"%%agent {line}\nhello\n")
+    assert isinstance(result.error_in_exec, UsageError)
+    assert message in str(result.error_in_exec)
+
+
+def test_bad_model_and_missing_key_fail_before_any_run(shell: InteractiveShell) -> None:
+    result = shell.run_cell("%%agent --model nosuchprovider:x\nhello\n")
+    assert isinstance(result.error_in_exec, UsageError)
+    result = shell.run_cell("%%agent --model openai:gpt-4.1-mini\nhello\n")
+    assert isinstance(result.error_in_exec, UsageError)
+    assert "OPENAI_API_KEY" in str(result.error_in_exec)
+    result = shell.run_cell("%%agent --tools python,magic\nhello\n")
+    assert "magic" in str(result.error_in_exec)
+
+
+def test_usage_errors_render_as_one_line(shell: InteractiveShell) -> None:
+    error = AgentUsageError("--max-turns must be positive")
+    assert error._render_traceback_() == ["UsageError: --max-turns must be positive"]
+
+
+def test_traitlets_are_the_defaults_and_can_be_configured(shell: InteractiveShell) -> None:
+    shell.run_line_magic("config", "AgentMagics.max_turns = 7")
+    shell.run_line_magic("config", "AgentMagics.tools = 'inspect'")
+    options = parse_cell_line("", extension.active_defaults())
+    assert options.max_turns == 7
+    assert options.tools == "inspect"
+    assert parse_cell_line("--max-turns 3", extension.active_defaults()).max_turns == 3
+
+
+def test_profile_config_reaches_the_magics(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MIBYAN_DB", str(tmp_path / "s.sqlite3"))
+    config = Config()
+    config.AgentMagics.model = "demo-slow"
+    config.AgentMagics.approve = "deny"
+    InteractiveShell.clear_instance()
+    ip = InteractiveShell.instance(config=config)
+    try:
+        ip.run_line_magic("load_ext", "mibyan_jupyter")
+        options = parse_cell_line("", extension.active_defaults())
+        assert options.model == "demo-slow"
+        assert options.approve == "deny"
+    finally:
+        ip.run_line_magic("unload_ext", "mibyan_jupyter")
+        extension._MAGICS = None
+        reset_kernel_state()
+        InteractiveShell.clear_instance()
+
+
+def test_line_magic_help_and_unknown_command(
+    shell: InteractiveShell, capsys: pytest.CaptureFixture[str]
+) -> None:
+    shell.run_line_magic("agent", "--help")
+    assert "%agent sessions" in capsys.readouterr().out
+    with pytest.raises(UsageError, match="unknown command 'frobnicate'"):
+        shell.run_line_magic("agent", "frobnicate")
+    with pytest.raises(UsageError, match="export"):
+        shell.run_line_magic("agent", "export")  # missing the session
+
+
+def test_models_and_config_are_tables(shell: InteractiveShell) -> None:
+    models = shell.run_line_magic("agent", "models")
+    assert "demo" in repr(models) and "OPENAI_API_KEY" in repr(models)
+    config = shell.run_line_magic("agent", "config")
+    bundle = config._repr_mimebundle_()
+    assert "c.AgentMagics.max_turns" in bundle["text/html"]
+    assert "<table>" in bundle["text/html"]
+
+
+def test_policy_set_persists_as_always_and_reset_forgets(shell: InteractiveShell) -> None:
+    table = shell.run_line_magic("agent", "policy set run_python allow")
+    assert "run_python" in repr(table) and "always" in repr(table)
+    from mibyan_jupyter.jupyter.state import kernel_state
+
+    assert kernel_state().store().always_rules() == {"run_python": True}
+    shell.run_line_magic("agent", "policy reset")
+    assert kernel_state().store().always_rules() == {}
+    with pytest.raises(UsageError):
+        shell.run_line_magic("agent", "policy set run_python sometimes")
+
+
+def test_unknown_session_is_a_usage_error(shell: InteractiveShell) -> None:
+    with pytest.raises(UsageError, match="%agent sessions"):
+        shell.run_line_magic("agent", "resume nosuchsession")
+    with pytest.raises(UsageError, match="no session yet"):
+        shell.run_line_magic("agent", "resume last")
