@@ -1,6 +1,10 @@
-# Every target makes the virtualenv it needs; nothing is installed outside the repo.
-#   make test       lint + format check + mypy --strict + pytest (what .ci/run runs)
-#   make demo       the scripted demo agent, no API key needed
+# Every target makes the virtualenv it needs; nothing is installed outside the repo but
+# Debian's Chromium for the browser tests (tests/browser/ensure_chromium.sh, when missing).
+#   make test       lint + format check + mypy --strict + pytest, browser tests included
+#                   (installs Debian's Chromium when missing; what .ci/run runs)
+#   make demo       executes notebooks/01-quickstart.ipynb with the built-in demo model
+#                   (no API key needed) and prints what each cell showed
+#   make lab        opens the quickstart notebook in JupyterLab
 #   make bench      benchmarks against peer agent loops, in a separate .venv-bench
 #   make lint | typecheck | clean
 
@@ -9,9 +13,10 @@ VENV       := .venv
 BENCH_VENV := .venv-bench
 # Peers for bench/: exact pins, so numbers stay comparable and the peer code in
 # bench/_pydantic_ai_peer.py keeps matching their APIs.
-BENCH_PEERS := pydantic-ai-slim==2.68.0 openai-agents==0.24.0 openai==3.57.0 anthropic==2.14.0
+BENCH_PEERS := pydantic-ai-slim==2.68.0 openai-agents==0.24.0 openai==3.57.0 anthropic==2.14.0 \
+               jupyter-ai-magics==2.31.7
 
-.PHONY: test demo bench lint typecheck pytest clean
+.PHONY: test demo lab bench lint typecheck pytest chromium clean
 
 test: lint typecheck pytest
 
@@ -22,11 +27,17 @@ lint: $(VENV)/.installed
 typecheck: $(VENV)/.installed
 	$(VENV)/bin/mypy
 
-pytest: $(VENV)/.installed
+pytest: $(VENV)/.installed chromium
 	$(VENV)/bin/pytest
 
+chromium:
+	bash tests/browser/ensure_chromium.sh
+
 demo: $(VENV)/.installed
-	$(VENV)/bin/python -m mibyan_jupyter.demo
+	$(VENV)/bin/python -m mibyan_jupyter.quickstart notebooks/01-quickstart.ipynb
+
+lab: $(VENV)/.installed
+	$(VENV)/bin/jupyter lab notebooks/01-quickstart.ipynb
 
 bench: $(BENCH_VENV)/.installed
 	@set -e; for f in bench/[!_]*.py; do \
@@ -38,8 +49,12 @@ bench: $(BENCH_VENV)/.installed
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 
-$(VENV)/.installed: pyproject.toml | $(VENV)/bin/python
+# The front-end extension (labextension/, TypeScript) is built with the venv's jlpm and
+# linked into the venv's JupyterLab; build.sh skips what is up to date.
+$(VENV)/.installed: pyproject.toml labextension/package.json labextension/src/* | $(VENV)/bin/python
 	$(VENV)/bin/python -m pip install -q -e '.[test]'
+	bash labextension/build.sh $(VENV)/bin
+	$(VENV)/bin/jupyter labextension develop --overwrite . >/dev/null
 	touch $@
 
 $(BENCH_VENV)/bin/python:
