@@ -32,7 +32,9 @@ def _plain(output: dict[str, Any]) -> str:
             text = data[kind]
             return "".join(text) if isinstance(text, list) else str(text)
     if "text/html" in data:
-        text = "".join(data["text/html"]) if isinstance(data["text/html"], list) else data["text/html"]
+        text = (
+            "".join(data["text/html"]) if isinstance(data["text/html"], list) else data["text/html"]
+        )
         return html.unescape(re.sub(r"<[^>]+>", " ", str(text)))
     return ", ".join(sorted(data))
 
@@ -41,7 +43,7 @@ def execute(path: Path, output: Path | None = None, timeout: int = 120) -> Path:
     import nbformat
     from nbclient import NotebookClient
 
-    notebook = nbformat.read(path, as_version=4)
+    notebook = nbformat.read(path, as_version=4)  # type: ignore[no-untyped-call]
     client = NotebookClient(
         notebook,
         timeout=timeout,
@@ -51,7 +53,7 @@ def execute(path: Path, output: Path | None = None, timeout: int = 120) -> Path:
     started = time.perf_counter()
     client.execute()
     target = output or path.with_name(path.stem + ".executed.ipynb")
-    nbformat.write(notebook, target)
+    nbformat.write(notebook, target)  # type: ignore[no-untyped-call]
     for index, cell in enumerate(notebook.cells):
         if cell.cell_type != "code":
             continue

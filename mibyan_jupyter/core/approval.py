@@ -23,6 +23,7 @@ from .waiting import Expired, await_within
 
 Action: TypeAlias = Literal["allow", "deny", "ask"]
 Scope: TypeAlias = Literal["once", "session", "always"]
+Answerer: TypeAlias = Literal["user", "policy"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,12 +32,15 @@ class Approved:
 
     override_args: Mapping[str, Any] | None = None
     scope: Scope = "once"
+    decided_by: Answerer = "user"
+    """``policy`` when no person answered (auto-approval, a headless run)."""
 
 
 @dataclass(frozen=True, slots=True)
 class Denied:
     reason: str | None = None
     scope: Scope = "once"
+    decided_by: Answerer = "user"
 
 
 Decision: TypeAlias = Approved | Denied
@@ -59,7 +63,7 @@ class AutoApprove:
     """Approves everything (for trusted tools, scripts and tests)."""
 
     async def __call__(self, request: ApprovalRequest, signal: AbortSignal) -> Decision:
-        return Approved()
+        return Approved(decided_by="policy")
 
 
 @dataclass(frozen=True)
@@ -69,7 +73,7 @@ class DenyAll:
     reason: str = "no one is available to approve this call"
 
     async def __call__(self, request: ApprovalRequest, signal: AbortSignal) -> Decision:
-        return Denied(self.reason)
+        return Denied(self.reason, decided_by="policy")
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,7 +157,8 @@ class PolicyOnly:
 
     async def __call__(self, request: ApprovalRequest, signal: AbortSignal) -> Decision:
         return Denied(
-            f"{request.tool_name} needs approval ({request.reason}) and no one can be asked"
+            f"{request.tool_name} needs approval ({request.reason}) and no one can be asked",
+            decided_by="policy",
         )
 
 
@@ -236,7 +241,7 @@ class ApprovalGate:
             return GateOutcome(False, None, reason)
         self.policy.remember(tool_name, isinstance(answer, Approved), answer.scope)
         if isinstance(answer, Approved):
-            await resolved(True, "user", None, answer.scope)
+            await resolved(True, answer.decided_by, None, answer.scope)
             return GateOutcome(True, answer.override_args, None)
-        await resolved(False, "user", answer.reason, answer.scope)
+        await resolved(False, answer.decided_by, answer.reason, answer.scope)
         return GateOutcome(False, None, answer.reason or "the user denied it")

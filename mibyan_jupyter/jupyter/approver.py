@@ -34,7 +34,8 @@ def headless_denial(request: ApprovalRequest) -> Denied:
     return Denied(
         f"{request.tool_name} needs approval ({request.reason}) and no one can click "
         "Approve: the notebook runs without a front end (nbclient, nbconvert, papermill). "
-        "Use --approve auto on the cell, or MIBYAN_APPROVE=auto, to allow it there."
+        "Use --approve auto on the cell, or MIBYAN_APPROVE=auto, to allow it there.",
+        decided_by="policy",
     )
 
 
@@ -56,10 +57,14 @@ class CellApprover:
         self._pending: dict[str, asyncio.Future[Decision]] = {}
         self.headless = False
         """Set once the front end failed to answer the handshake: the policy decides."""
-        view.on_rendered(lambda: loop.call_soon_threadsafe(self._rendered.set))
+        view.on_rendered(self._rendered_elsewhere)
         view.on_decision(self._decided_elsewhere)
         if view.rendered:
             self._rendered.set()
+
+    def _rendered_elsewhere(self) -> None:
+        """The view's callback: any thread."""
+        self._loop.call_soon_threadsafe(self._rendered.set)
 
     def _decided_elsewhere(self, call_id: str, decision: Decision) -> None:
         """The view's callback: any thread."""
@@ -95,7 +100,7 @@ class CellApprover:
         try:
             while not future.done():
                 if signal.aborted:
-                    return Denied("the run was stopped before a decision")
+                    return Denied("the run was stopped before a decision", decided_by="policy")
                 await asyncio.wait({future}, timeout=SLICE_S)
             return future.result()
         finally:

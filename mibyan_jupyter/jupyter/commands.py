@@ -90,7 +90,9 @@ def sessions(words: list[str], magics: AgentMagics) -> Table:
         from mibyan_jupyter.store.search import search
 
         hits = search(store, args.search, limit=args.limit)
-        rows = [(_short(h.session_id), h.title, h.seq, h.role, h.snippet) for h in hits]
+        rows: list[tuple[Any, ...]] = [
+            (_short(h.session_id), h.title, h.seq, h.role, h.snippet) for h in hits
+        ]
         headers = ("session", "title", "#", "role", "snippet")
         return Table(
             headers, rows, caption=f"Messages matching {args.search!r}", highlight=["snippet"]
@@ -98,7 +100,7 @@ def sessions(words: list[str], magics: AgentMagics) -> Table:
     notebook = notebook_path() if args.notebook else None
     infos = store.list(notebook=notebook, model=args.model, limit=args.limit)
     current = kernel_state().current.get(notebook_path())
-    rows = [
+    listed = [
         (
             ("▶ " if i.id == current else "") + _short(i.id),
             i.title,
@@ -111,8 +113,8 @@ def sessions(words: list[str], magics: AgentMagics) -> Table:
         )
         for i in infos
     ]
-    headers = ("id", "title", "model", "messages", "cost", "updated", "status", "notebook")
-    return Table(headers, rows, caption="Sessions (newest first)", note="▶ = current session")
+    columns = ("id", "title", "model", "messages", "cost", "updated", "status", "notebook")
+    return Table(columns, listed, caption="Sessions (newest first)", note="▶ = current session")
 
 
 def resume(words: list[str], magics: AgentMagics) -> Any:

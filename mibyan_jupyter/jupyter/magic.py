@@ -57,7 +57,7 @@ class AgentMagics(Magics):
         config=True
     )
 
-    @cell_magic("agent")
+    @cell_magic("agent")  # type: ignore[arg-type]
     def agent_cell(self, line: str, cell: str) -> None:
         if wants_help(line):
             print(USAGE)
@@ -66,7 +66,7 @@ class AgentMagics(Magics):
 
         _run_blocking(run_cell(cell, line, headless=True))
 
-    @line_magic("agent")
+    @line_magic("agent")  # type: ignore[arg-type]
     def agent_line(self, line: str) -> Any:
         from mibyan_jupyter.jupyter.commands import COMMANDS_HELP, run_command
 
@@ -76,7 +76,7 @@ class AgentMagics(Magics):
         return run_command(line, self)
 
 
-AgentMagics.agent_cell.__doc__ = USAGE
+AgentMagics.agent_cell.__doc__ = USAGE  # type: ignore[assignment]  # what %%agent? shows
 
 
 def _run_blocking(coro: Any) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any, Literal, Protocol
 
 from IPython.core.error import UsageError
@@ -65,44 +66,56 @@ class CellOptions:
     """Queue as a follow-up (run after the agent finishes) instead of steering."""
 
 
-@magic_arguments(name="%agent")
-@argument(
-    "--model",
-    "-m",
-    help="model spec, e.g. openai:gpt-4.1-mini, anthropic:claude-sonnet-4-5, "
-    "ollama:llama3.1, demo, demo-slow (default: c.AgentMagics.model, else the first "
-    "provider with a key, else the demo model)",
+_OPTIONS: tuple[tuple[tuple[str, ...], dict[str, Any]], ...] = (
+    (
+        ("--model", "-m"),
+        {
+            "help": "model spec, e.g. openai:gpt-4.1-mini, anthropic:claude-sonnet-4-5, "
+            "ollama:llama3.1, demo, demo-slow (default: c.AgentMagics.model, else the first "
+            "provider with a key, else the demo model)"
+        },
+    ),
+    (
+        ("--session", "-s"),
+        {
+            "help": "new | last | ID: which session the cell talks to (default: this "
+            "notebook's current session, so successive cells are one conversation)"
+        },
+    ),
+    (("--system",), {"help": "system prompt for the session"}),
+    (
+        ("--tools", "-t"),
+        {
+            "help": "tool groups: inspect,python,files,shell | all | none (default: c.AgentMagics.tools)"
+        },
+    ),
+    (
+        ("--approve", "-a"),
+        {
+            "help": "ask | auto | deny: how tool calls with side effects are approved "
+            "(default ask; with no front end the policy denies them)"
+        },
+    ),
+    (("--max-turns",), {"help": "most model calls in this cell (positive integer)"}),
+    (("--max-tokens",), {"help": "most tokens (input + output) in this cell (positive integer)"}),
+    (("--max-cost",), {"help": "most US dollars this cell may spend (positive number)"}),
+    (("--thinking",), {"help": "reasoning effort: " + " | ".join(THINKING_LEVELS)}),
+    (("--tool-mode",), {"help": "parallel | sequential execution of one turn's tool calls"}),
+    (
+        ("--fallback",),
+        {"nargs": "+", "metavar": "MODEL", "help": "models to fail over to, in order"},
+    ),
+    (
+        ("--after",),
+        {
+            "action": "store_true",
+            "help": "if the agent is busy, run this prompt after it finishes (follow-up) "
+            "instead of steering it",
+        },
+    ),
 )
-@argument(
-    "--session",
-    "-s",
-    help="new | last | ID: which session the cell talks to "
-    "(default: this notebook's current session, so successive cells are one conversation)",
-)
-@argument("--system", help="system prompt for the session")
-@argument(
-    "--tools",
-    "-t",
-    help="tool groups: inspect,python,files,shell | all | none (default: c.AgentMagics.tools)",
-)
-@argument(
-    "--approve",
-    "-a",
-    help="ask | auto | deny: how tool calls with side effects are "
-    "approved (default ask; with no front end the policy denies them)",
-)
-@argument("--max-turns", help="most model calls in this cell (positive integer)")
-@argument("--max-tokens", help="most tokens (input + output) in this cell (positive integer)")
-@argument("--max-cost", help="most US dollars this cell may spend (positive number)")
-@argument("--thinking", help="reasoning effort: " + " | ".join(THINKING_LEVELS))
-@argument("--tool-mode", help="parallel | sequential execution of one turn's tool calls")
-@argument("--fallback", nargs="+", metavar="MODEL", help="models to fail over to, in order")
-@argument(
-    "--after",
-    action="store_true",
-    help="if the agent is busy, run this prompt after it "
-    "finishes (follow-up) instead of steering it",
-)
+
+
 def agent_cell_signature(line: str, cell: str = "") -> None:
     """Ask the agent: the cell's body is the prompt.
 
@@ -113,7 +126,19 @@ def agent_cell_signature(line: str, cell: str = "") -> None:
     """
 
 
-USAGE = str(agent_cell_signature.__doc__)
+def _with_arguments(function: Callable[..., None]) -> Any:
+    """IPython's magic_arguments decorators (untyped), applied as ``@argument`` lines would
+    be: the parser, and the help text appended to the docstring that ``%%agent?`` shows."""
+    decorated: Any = function
+    for flags, options in reversed(_OPTIONS):
+        decorated = argument(*flags, **options)(decorated)  # type: ignore[no-untyped-call]
+    return magic_arguments(name="%agent")(decorated)  # type: ignore[no-untyped-call]
+
+
+_SIGNATURE = _with_arguments(agent_cell_signature)
+
+
+USAGE = str(_SIGNATURE.__doc__)
 
 
 def _positive(name: str, text: str | None, kind: type[int] | type[float]) -> Any:
@@ -139,7 +164,7 @@ def parse_cell_line(line: str, defaults: Defaults) -> CellOptions:
     """The options of ``%%agent <line>`` merged with ``defaults``; raises
     :class:`AgentUsageError` (with what is allowed) for anything wrong."""
     try:
-        args = agent_cell_signature.parser.parse_args(shlex.split(line))  # type: ignore[attr-defined]
+        args = _SIGNATURE.parser.parse_args(shlex.split(line))
     except ValueError as error:  # unbalanced quotes
         raise AgentUsageError(f"cannot read the options: {error}") from None
     except UsageError as error:

@@ -29,8 +29,14 @@ from mibyan_jupyter.jupyter.kernel_tools import (
 )
 from mibyan_jupyter.jupyter.models import ChosenModel, choose_model, stream_function
 from mibyan_jupyter.jupyter.options import AgentUsageError, CellOptions, Defaults, parse_cell_line
-from mibyan_jupyter.jupyter.sessions import SessionHandle, open_session
-from mibyan_jupyter.jupyter.state import ActiveRun, KernelState, kernel_state, notebook_path
+from mibyan_jupyter.jupyter.sessions import open_session
+from mibyan_jupyter.jupyter.state import (
+    ActiveRun,
+    KernelState,
+    SessionHandle,
+    kernel_state,
+    notebook_path,
+)
 from mibyan_jupyter.jupyter.view import AgentView, ViewHeader
 from mibyan_jupyter.secrets import REDACT
 
@@ -101,8 +107,8 @@ def _already_delivered(state: KernelState, prompt: str) -> bool:
     from IPython.display import HTML, display
 
     how = "a steering message" if delivered.mode == "steer" else "a follow-up"
-    display(
-        HTML(
+    display(  # type: ignore[no-untyped-call]
+        HTML(  # type: ignore[no-untyped-call]
             '<div class="mibyan-queued-note">This prompt was given to the running agent as '
             f"{how} while it worked; its answer is in the cell that was running.</div>"
         )
@@ -194,7 +200,10 @@ async def drive(
         outcome["stopped"] = "yes"
         agent.abort("stopped with the Stop button")
 
-    view.on_stop(lambda: loop.call_soon_threadsafe(stop))
+    def stop_elsewhere() -> None:  # the view's callback: any thread
+        loop.call_soon_threadsafe(stop)
+
+    view.on_stop(stop_elsewhere)
     unsubscribe = [agent.subscribe(on_end), agent.subscribe(view)]
     before = len(agent.state.messages)
     task = loop.create_task(agent.prompt(prompt))
@@ -219,13 +228,12 @@ async def drive(
         for undo in unsubscribe:
             undo()
         state.runs.pop(handle.session_id, None)
-        _undeliver_leftovers(state, handle)
-        status = _status(outcome, interrupted, task)
-        if handle.writer.error is not None:
-            print(
-                f"mibyan: the session store stopped working: {handle.writer.error}", file=sys.stderr
-            )
-        view.finish(agent.state.messages[before:], status=status)
+        try:
+            _undeliver_leftovers(state, handle)
+        finally:
+            if handle.writer.error is not None:
+                print(f"mibyan: the session store failed: {handle.writer.error}", file=sys.stderr)
+            view.finish(agent.state.messages[before:], status=_status(outcome, interrupted))
     if interrupted:
         raise AgentInterrupted(
             "the run was interrupted (Kernel > Interrupt); the conversation so far is saved"
@@ -236,7 +244,7 @@ def _undeliver_leftovers(state: KernelState, handle: SessionHandle) -> None:
     """Prompts queued too late for the run to take them: their cells will run them."""
     from mibyan_jupyter.core.messages import content_text
 
-    steering, follow_ups = handle.agent.queued()
+    steering, follow_ups = handle.agent.queued
     if not steering and not follow_ups:
         return
     handle.agent.clear_queues()
@@ -256,7 +264,7 @@ async def _settle(task: asyncio.Task[Any], limit: float = 10.0) -> None:
         pass  # reported through the task's exception below / the view
 
 
-def _status(outcome: dict[str, str], interrupted: bool, task: asyncio.Task[Any]) -> str:
+def _status(outcome: dict[str, str], interrupted: bool) -> str:
     if interrupted:
         return "interrupted"
     if "stopped" in outcome:
