@@ -464,3 +464,20 @@ def test_registry_specs_cached_and_invalidated() -> None:
     assert [s.name for s in third] == ["a", "c"]
     assert registry.specs() is third
     assert ToolRegistry().specs() == ()
+
+
+def test_field_default_keeps_the_docstring_description() -> None:
+    from pydantic import Field
+
+    @tool
+    def limited(count: int = Field(3, ge=1)) -> int:
+        """Count things.
+
+        Args:
+            count: How many.
+        """
+        return count
+
+    schema = limited.parameters["properties"]["count"]
+    assert schema["description"] == "How many."
+    assert schema["minimum"] == 1

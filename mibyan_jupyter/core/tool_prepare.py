@@ -122,7 +122,7 @@ async def prepare_call(
                 return Outcome(
                     call,
                     error_result(
-                        f"The call to {name} was denied: {reason}. Do not retry the same call; "
+                        f"The call to {name} was denied: {reason.rstrip('.')}. Do not retry the same call; "
                         "ask the user or try a different approach."
                     ),
                 )

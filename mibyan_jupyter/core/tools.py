@@ -14,7 +14,6 @@ read (a read-only tool is safe to run without asking).
 
 from __future__ import annotations
 
-import copy
 import inspect
 import json
 import re
@@ -154,8 +153,9 @@ def _field_for(param: inspect.Parameter, doc: str | None) -> Any:
     default = param.default
     if isinstance(default, FieldInfo):
         if doc and default.description is None:
-            default = copy.copy(default)  # never mutate the caller's FieldInfo
-            default.description = doc
+            # A copy with .description set is ignored by pydantic >= 2.14; merging makes a
+            # new FieldInfo (and never mutates the caller's).
+            default = FieldInfo.merge_field_infos(default, description=doc)
         return default
     value = ... if default is param.empty else default
     return Field(value, description=doc) if doc else value

@@ -19,6 +19,9 @@ if TYPE_CHECKING:
 DEMO_MODELS = {"demo": 0.02, "demo-slow": 0.2}
 """Demo model names and their delay between chunks (``demo-slow`` shows Stop in class)."""
 
+DEMO_DELAY_ENV = "MIBYAN_DEMO_DELAY"
+"""Seconds between the demo's chunks for every demo model (tests run notebooks faster)."""
+
 AUTO_MODELS = (
     ("OPENAI_API_KEY", "openai:gpt-4.1-mini"),
     ("ANTHROPIC_API_KEY", "anthropic:claude-sonnet-4-5"),
@@ -87,7 +90,9 @@ def stream_function(chosen: ChosenModel, fallback_models: tuple[str, ...]) -> St
     if chosen.demo:
         from mibyan_jupyter.core.demo_model import demo_model
 
-        return demo_model(delay=DEMO_MODELS[chosen.name])
+        override = os.environ.get(DEMO_DELAY_ENV, "")
+        delay = float(override) if override.replace(".", "", 1).isdigit() else None
+        return demo_model(delay=DEMO_MODELS[chosen.name] if delay is None else delay)
     from mibyan_jupyter.providers.client import ProviderClient
 
     for model in fallback_models:

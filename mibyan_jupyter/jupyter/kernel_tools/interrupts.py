@@ -1,0 +1,64 @@
+"""Kernel > Interrupt while a tool runs synchronously on the kernel's event loop thread.
+
+While an async cell (the ``%%agent`` cell) runs, ipykernel replaces the SIGINT handler with
+one that only *schedules* the cancellation of the cell on the event loop. Code running
+synchronously on that loop (``run_python``, a slow repr in ``describe_variable``) would never
+see it: an agent's ``while True: pass`` could not be interrupted. So for the duration of
+such a tool, SIGINT raises ``KeyboardInterrupt`` again, as in an ordinary cell; the tool
+stops, returns an error result (the transcript stays valid) and reports the interrupt:
+to ``on_interrupt`` when the caller gave one (it cancels the run), else to the handler that
+was replaced (ipykernel's, which cancels the cell as usual).
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from mibyan_jupyter.core.tools import ToolResult
+
+INTERRUPTED = (
+    "Interrupted by the user (Kernel > Interrupt): the tool was stopped before it finished."
+)
+
+
+@dataclass
+class Replaced:
+    """The SIGINT handler in force before :func:`interruptible` (``None``: not replaced)."""
+
+    handler: Any = None
+
+
+@contextmanager
+def interruptible() -> Iterator[Replaced]:
+    """SIGINT raises ``KeyboardInterrupt`` inside the block (main thread only: elsewhere
+    signal handlers cannot be set, and SIGINT never lands there anyway)."""
+    replaced = Replaced()
+    if threading.current_thread() is not threading.main_thread():
+        yield replaced
+        return
+    replaced.handler = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield replaced
+    finally:
+        signal.signal(signal.SIGINT, replaced.handler)
+
+
+def report(on_interrupt: Callable[[], None] | None, replaced: Replaced) -> None:
+    """Tell whoever should stop the run that the user interrupted."""
+    if on_interrupt is not None:
+        on_interrupt()
+    elif callable(replaced.handler) and replaced.handler is not signal.default_int_handler:
+        replaced.handler(signal.SIGINT, None)
+
+
+def interrupted(
+    on_interrupt: Callable[[], None] | None, replaced: Replaced, **details: object
+) -> ToolResult:
+    """Report the interrupt and make the tool's error result."""
+    report(on_interrupt, replaced)
+    return ToolResult(content=INTERRUPTED, details=details or None, is_error=True)
