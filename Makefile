@@ -16,7 +16,7 @@ BENCH_VENV := .venv-bench
 BENCH_PEERS := pydantic-ai-slim==2.68.0 openai-agents==0.24.0 openai==3.57.0 anthropic==2.14.0 \
                jupyter-ai-magics==2.31.7
 
-.PHONY: test demo lab bench lint typecheck pytest chromium clean
+.PHONY: test demo lab bench lint typecheck pytest chromium labextension clean
 
 test: lint typecheck pytest
 
@@ -27,7 +27,7 @@ lint: $(VENV)/.installed
 typecheck: $(VENV)/.installed
 	$(VENV)/bin/mypy
 
-pytest: $(VENV)/.installed chromium
+pytest: $(VENV)/.installed labextension chromium
 	$(VENV)/bin/pytest
 
 chromium:
@@ -36,7 +36,7 @@ chromium:
 demo: $(VENV)/.installed
 	$(VENV)/bin/python -m mibyan_jupyter.quickstart notebooks/01-quickstart.ipynb
 
-lab: $(VENV)/.installed
+lab: $(VENV)/.installed labextension
 	$(VENV)/bin/jupyter lab notebooks/01-quickstart.ipynb
 
 bench: $(BENCH_VENV)/.installed
@@ -49,13 +49,15 @@ bench: $(BENCH_VENV)/.installed
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 
-# The front-end extension (labextension/, TypeScript) is built with the venv's jlpm and
-# linked into the venv's JupyterLab; build.sh skips what is up to date.
-$(VENV)/.installed: pyproject.toml labextension/package.json labextension/src/* | $(VENV)/bin/python
+$(VENV)/.installed: pyproject.toml | $(VENV)/bin/python
 	$(VENV)/bin/python -m pip install -q -e '.[test]'
-	bash labextension/build.sh $(VENV)/bin
-	$(VENV)/bin/jupyter labextension develop --overwrite . >/dev/null
 	touch $@
+
+# The front-end extension (labextension/, TypeScript) is built with the venv's jlpm and
+# linked into the venv's JupyterLab; build.sh skips what is up to date (~0.3 s then).
+labextension: $(VENV)/.installed
+	bash labextension/build.sh $(VENV)/bin
+	$(VENV)/bin/jupyter-builder develop --overwrite . >/dev/null
 
 $(BENCH_VENV)/bin/python:
 	$(PYTHON) -m venv $(BENCH_VENV)
@@ -66,5 +68,6 @@ $(BENCH_VENV)/.installed: pyproject.toml Makefile | $(BENCH_VENV)/bin/python
 
 clean:
 	rm -rf $(VENV) $(BENCH_VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis build dist
+	rm -rf labextension/node_modules labextension/lib labextension/.yarn mibyan_jupyter/labextension
 	find . -name '__pycache__' -type d -prune -exec rm -rf {} +
 	find . -maxdepth 2 -name '*.egg-info' -type d -prune -exec rm -rf {} +

@@ -1,0 +1,279 @@
+"""Messages and bytes the kernel sends to the front end for a streamed 20,000-token reply:
+the ``%%agent`` view against a naive widget that re-sends the whole text per token.
+
+Ours: the reply goes through ``AgentView`` as agent events (text deltas of ~4.5 characters,
+one per token), with the widget's comm replaced by a recording comm. Time is simulated: a
+fake clock and timer stand in for the asyncio loop's, and tokens arrive at a fixed rate
+(100 tokens/s is a typical hosted model; 1,000 tokens/s a fast one), so the throttle acts
+exactly as it would live but the 200 s reply takes about a second. One more run uses a real
+asyncio loop and clock, tokens as fast as the loop goes (the timer path as in a kernel).
+The naive peer: an ipywidgets ``HTML`` widget whose ``value`` is set to the accumulated
+text at every token, through the same recording comm.
+
+Bytes are the comm messages' ``data`` as JSON (what the kernel's session serializes as the
+message content). Each Jupyter message also carries a header, parent header and metadata
+(its envelope, estimated below with jupyter_client's Session), not counted in the ratios.
+"Streaming" bytes are all messages sent while the reply streams, up to and including the
+flush at the message end, except the message's sanitized HTML op, sent once when it ends,
+which is shown apart. "time s" is the wall time of feeding the events (or of setting the
+naive widget's value). The last line of output is one JSON object with the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+import comm
+from comm.base_comm import BaseComm
+
+from mibyan_jupyter.core.events import MessageEnd, MessageStart, MessageUpdate
+from mibyan_jupyter.core.messages import AssistantMessage
+from mibyan_jupyter.core.stream import TextDelta, TextEnd, TextStart
+from mibyan_jupyter.jupyter.view import AgentView, ViewHeader
+
+HEADER = ViewHeader(
+    title="bench", session_id="bench", model="bench", demo=False, context_window=None
+)
+WORDS = ("the", "data", "frame", "has", "rows", "and", "each", "value", "is", "a", "mean", "of")
+
+
+class Recording:
+    """Replaces ``comm.create_comm``: every comm message is measured (and then dropped, so
+    the naive run's gigabyte is not kept)."""
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self.clock = clock
+        self.sizes: list[tuple[float, int, int]] = []
+        """(time, bytes, bytes of the message's final HTML op, counted apart)"""
+        recording = self
+
+        class RecordingComm(BaseComm):
+            def publish_msg(self, msg_type: str, data: Any = None, *a: Any, **k: Any) -> None:
+                if msg_type != "comm_msg":
+                    return
+                size = len(json.dumps(data, ensure_ascii=False).encode())
+                content = data.get("content") if data.get("method") == "custom" else None
+                ops = content.get("ops", ()) if isinstance(content, dict) else ()
+                final = sum(_size(op) for op in ops if op.get("op") == "final")
+                recording.sizes.append((recording.clock(), size - final, final))
+
+        self._previous = comm.create_comm
+        comm.create_comm = lambda **kwargs: RecordingComm(**kwargs)
+
+    def close(self) -> None:
+        comm.create_comm = self._previous
+
+
+class FakeTime:
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.timers: list[tuple[float, Callable[[], None]]] = []
+
+    def schedule(self, delay: float, fn: Callable[[], None]) -> Callable[[], None]:
+        entry = (self.now + delay, fn)
+        self.timers.append(entry)
+        return lambda: self.timers.remove(entry) if entry in self.timers else None
+
+    def advance(self, to: float) -> None:
+        while due := sorted((t for t in self.timers if t[0] <= to), key=lambda t: t[0]):
+            self.timers.remove(due[0])
+            self.now = max(self.now, due[0][0])
+            due[0][1]()
+        self.now = max(self.now, to)
+
+
+def tokens(n: int) -> list[str]:
+    """``n`` tokens of about 4.5 characters: words with spaces, a paragraph break now and then."""
+    return [("\n\n" if i % 17 == 0 else " ") * (i > 0) + WORDS[i % len(WORDS)] for i in range(n)]
+
+
+def events(pieces: list[str]) -> list[Any]:
+    partial = AssistantMessage(content="(partial)")  # the view reads deltas only
+    out: list[Any] = [
+        MessageStart(message=partial),
+        MessageUpdate(message=partial, event=TextStart()),
+    ]
+    out += [MessageUpdate(message=partial, event=TextDelta(delta=p)) for p in pieces]
+    out.append(MessageUpdate(message=partial, event=TextEnd()))
+    out.append(MessageEnd(message=AssistantMessage(content="".join(pieces))))
+    return out
+
+
+def max_per_second(times: list[float]) -> int:
+    """Most messages in any half-open 1 s window (a hair shorter, for float sums)."""
+    times = sorted(times)
+    best = start = 0
+    for end, t in enumerate(times):
+        while t - times[start] >= 1 - 1e-9:
+            start += 1
+        best = max(best, end - start + 1)
+    return best
+
+
+def _size(value: Any) -> int:
+    return len(json.dumps(value, ensure_ascii=False).encode())
+
+
+def summarize(label: str, rec: Recording, text: str, seconds: float) -> dict[str, Any]:
+    """Streaming figures: the message that carries a final HTML op counts as a flush at the
+    message's end, and only its other bytes count as streaming bytes."""
+    streaming = [t for t, _, final in rec.sizes if not final]
+    every = [t for t, _, _ in rec.sizes]
+    streaming_bytes = sum(size for _, size, _ in rec.sizes)
+    final_bytes = sum(final for _, _, final in rec.sizes)
+    return {
+        "label": label,
+        "messages": len(rec.sizes),
+        "bytes": streaming_bytes,
+        "ratio": streaming_bytes / len(text),
+        "final_html_ratio": final_bytes / len(text),
+        "flushes_per_s": max_per_second(streaming),
+        "flushes_per_s_all": max_per_second(every),
+        "seconds": seconds,
+    }
+
+
+def ours_simulated(n: int, rate: float) -> dict[str, Any]:
+    fake = FakeTime()
+    rec = Recording(lambda: fake.now)
+    try:
+        view = AgentView(HEADER, prompt=None)
+        view._outbox.clock = lambda: fake.now
+        view._outbox.schedule = fake.schedule
+        view.display()  # no IPython shell: only flushes the header
+        rec.sizes.clear()
+        pieces = tokens(n)
+        stream = events(pieces)
+        started = time.perf_counter()
+        for i, event in enumerate(stream):
+            fake.advance(i / rate)
+            view(event)
+        elapsed = time.perf_counter() - started
+        return summarize(
+            f"this view, {rate:,.0f} tokens/s (simulated clock)", rec, "".join(pieces), elapsed
+        )
+    finally:
+        rec.close()
+
+
+def ours_real_loop(n: int) -> dict[str, Any]:
+    rec = Recording(time.monotonic)
+
+    async def run() -> float:
+        view = AgentView(HEADER, prompt=None)
+        view.display()
+        rec.sizes.clear()
+        stream = events(pieces)
+        started = time.perf_counter()
+        for event in stream:
+            view(event)
+            await asyncio.sleep(0)  # the loop runs its timers between tokens
+        return time.perf_counter() - started
+
+    try:
+        pieces = tokens(n)
+        elapsed = asyncio.run(run())
+        return summarize(
+            "this view, real asyncio loop, as fast as it goes", rec, "".join(pieces), elapsed
+        )
+    finally:
+        rec.close()
+
+
+def naive(n: int) -> dict[str, Any]:
+    import ipywidgets
+
+    rec = Recording(time.monotonic)
+    try:
+        widget = ipywidgets.HTML()
+        rec.sizes.clear()
+        pieces = tokens(n)
+        text = ""
+        started = time.perf_counter()
+        for piece in pieces:
+            text += piece
+            widget.value = text
+        elapsed = time.perf_counter() - started
+        return summarize("naive: HTML widget value set per token", rec, text, elapsed)
+    finally:
+        rec.close()
+
+
+def envelope_bytes() -> int:
+    """JSON bytes of a comm_msg's header, parent header and metadata, as a kernel sends them."""
+    from jupyter_client.session import Session, json_packer
+
+    session = Session(username="user")
+    parent = session.msg("execute_request", content={})
+    msg = session.msg("comm_msg", content={"comm_id": "0" * 32, "data": {}}, parent=parent)
+    parts = (
+        msg["header"],
+        msg["parent_header"],
+        msg["metadata"],
+        {"comm_id": "0" * 32, "data": {}},
+    )
+    return sum(len(json_packer(p)) for p in parts)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tokens", type=int, default=20_000)
+    args = parser.parse_args()
+    n = args.tokens
+    text_chars = len("".join(tokens(n)))
+    envelope = envelope_bytes()
+    runs = [
+        ours_simulated(n, 100),
+        ours_simulated(2 * n, 100),
+        ours_simulated(n, 1_000),
+        ours_real_loop(n),
+        naive(n),
+    ]
+    runs[1]["label"] += f" [{2 * n:,} tokens]"
+    print(f"{n:,} tokens, {text_chars:,} characters; Jupyter envelope ~{envelope} bytes/message\n")
+    print(
+        f"{'run':<58} {'messages':>9} {'bytes':>13} {'/text':>9} {'wire/text':>10} {'max/s':>6} {'time s':>7}"
+    )
+    for r in runs:
+        chars = text_chars * (2 if "[" in r["label"] else 1)
+        wire = (r["bytes"] + envelope * r["messages"]) / chars
+        print(
+            f"{r['label']:<58} {r['messages']:>9,} {r['bytes']:>13,} {r['ratio']:>9.3f} "
+            f"{wire:>10.3f} {r['flushes_per_s']:>6} {r['seconds']:>7.2f}"
+        )
+    slow, double, fast, loop, peer = runs
+    print(
+        "\n/text: streaming bytes (comm data) per character of the reply; wire/text adds the "
+        "envelope;\nmax/s: most streaming messages in any 1 s (the flush at a message's end "
+        f"comes on top: {slow['flushes_per_s_all']} at 100 tokens/s);\n"
+        f"the sanitized HTML sent once at the message end adds {slow['final_html_ratio']:.3f} x the text.\n"
+        f"Doubling the reply at 100 tokens/s: bytes x{double['bytes'] / slow['bytes']:.3f}; "
+        f"naive vs ours at 100 tokens/s: {peer['bytes'] / slow['bytes']:,.0f} x the bytes."
+    )
+    figures = {
+        "bytes_ratio_to_text": round(slow["ratio"], 3),
+        "naive_bytes_ratio_to_text": round(peer["ratio"], 1),
+        "max_flushes_per_s": slow["flushes_per_s"],
+        "tokens": n,
+        "text_chars": text_chars,
+        "token_rate_per_s": 100,
+        "messages": slow["messages"],
+        "naive_messages": peer["messages"],
+        "bytes_ratio_to_text_1000_tok_s": round(fast["ratio"], 3),
+        "bytes_ratio_to_text_real_loop": round(loop["ratio"], 3),
+        "bytes_growth_doubled_reply": round(double["bytes"] / slow["bytes"], 3),
+        "final_html_ratio_to_text": round(slow["final_html_ratio"], 3),
+        "max_flushes_per_s_incl_message_end": slow["flushes_per_s_all"],
+        "envelope_bytes_per_message": envelope,
+        "naive_seconds": round(peer["seconds"], 2),
+    }
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,195 @@
+"""``AgentView``: the live view of one ``%%agent`` cell, and its end as a static transcript.
+
+It subscribes to the agent's events (a sync listener on the loop's thread), turns them into
+ops (:mod:`.translate`) and sends them in throttled batches (:mod:`.outbox`). Clicks come
+back as custom messages, possibly on another thread (kernel subshells): the view only calls
+the registered callbacks, ``run.py`` marshals them onto the loop. When the run ends the
+widget's display is replaced (same ``display_id``) by the static transcript, so the saved
+notebook shows the conversation with no kernel and no widget state.
+
+Without a front end (nbclient) messages go out and nobody answers: nothing waits for them.
+Without IPython at all (plain Python) nothing is displayed and nothing fails.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal
+
+from mibyan_jupyter.core.approval import Approved, Decision, Denied, Scope
+from mibyan_jupyter.core.events import AgentEvent
+from mibyan_jupyter.core.messages import Message
+from mibyan_jupyter.jupyter.view.header import ViewHeader
+from mibyan_jupyter.jupyter.view.outbox import Outbox
+from mibyan_jupyter.jupyter.view.transcript import render_transcript
+from mibyan_jupyter.jupyter.view.translate import EventOps, RiskNote
+from mibyan_jupyter.jupyter.view.widget import AgentWidget
+
+_log = logging.getLogger(__name__)
+
+REASON_LIMIT = 2_000
+_SCOPES: dict[object, Scope] = {"once": "once", "session": "session", "always": "always"}
+
+
+class AgentView:
+    def __init__(
+        self,
+        header: ViewHeader,
+        *,
+        prompt: str | None,
+        risk_note: RiskNote | None = None,
+        flush_interval: float = 0.05,
+    ) -> None:
+        self._header = header
+        self._widget = AgentWidget()
+        self._outbox = Outbox(self._widget.send, interval=flush_interval)
+        self._ops = EventOps(self._outbox, header, prompt=prompt, risk_note=risk_note)
+        self._widget.on_msg(self._on_front_end)
+        self._on_decision: list[Callable[[str, Decision], None]] = []
+        self._on_stop: list[Callable[[], None]] = []
+        self._on_rendered: list[Callable[[], None]] = []
+        self._answered: set[str] = set()
+        self._lock = threading.Lock()
+        self._rendered = False
+        self._handle: Any = None
+        self._finished = False
+        self._outbox.add(
+            {
+                "op": "header",
+                "title": header.title,
+                "session": header.session_id,
+                "model": header.model,
+                "demo": header.demo,
+            },
+            now=False,
+        )
+        if prompt is not None:
+            self._outbox.add({"op": "user", "text": prompt}, now=False)
+
+    # -- the API run.py uses ---------------------------------------------------------------
+
+    def display(self) -> None:
+        """Show the live widget in the cell's output (with a display id for finish())."""
+        self._outbox.flush()
+        if _shell_running() and self._handle is None:
+            from IPython.display import display
+
+            self._handle = display(self._widget, display_id=True)  # type: ignore[no-untyped-call]
+
+    def __call__(self, event: AgentEvent) -> None:
+        if not self._finished:
+            self._ops(event)
+
+    def on_decision(self, callback: Callable[[str, Decision], None]) -> None:
+        self._on_decision.append(callback)
+
+    def on_stop(self, callback: Callable[[], None]) -> None:
+        self._on_stop.append(callback)
+
+    def on_rendered(self, callback: Callable[[], None]) -> None:
+        """``callback`` runs once, when the front end first says it rendered the view (at
+        once if it already has)."""
+        with self._lock:
+            if not self._rendered:
+                self._on_rendered.append(callback)
+                return
+        _safely(callback)
+
+    @property
+    def rendered(self) -> bool:
+        return self._rendered
+
+    def show_queued(self, text: str, mode: Literal["steer", "follow_up"]) -> None:
+        if not self._finished:
+            self._outbox.add({"op": "queued", "mode": mode, "text": text})
+
+    def show_notice(
+        self, text: str, *, level: Literal["info", "warning", "error"] = "info"
+    ) -> None:
+        if not self._finished:
+            self._outbox.add({"op": "notice", "level": level, "kind": "note", "text": text})
+
+    def finish(self, messages: Sequence[Message], *, status: str) -> None:
+        """Flush, replace the live display by the static transcript of ``messages``, close
+        the widget. Idempotent."""
+        if self._finished:
+            return
+        self._finished = True
+        if not self._ops.ended:
+            self._outbox.add({"op": "run", "status": "done"}, now=False)
+        self._outbox.close()
+        bundle = _transcript_or_note(messages, self._header, status)
+        if _shell_running():
+            from IPython.display import display
+
+            if self._handle is not None:
+                self._handle.update(bundle, raw=True)
+            else:
+                display(bundle, raw=True)  # type: ignore[no-untyped-call]
+        self._widget.close()
+
+    # -- messages from the front end (any thread) ------------------------------------------
+
+    def _on_front_end(self, _widget: object, content: object, _buffers: object) -> None:
+        if not isinstance(content, Mapping):
+            return
+        kind = content.get("type")
+        if kind == "rendered":
+            self._front_end_rendered(content.get("next"))
+        elif kind == "decision":
+            self._decision(content)
+        elif kind == "stop":
+            for callback in list(self._on_stop):
+                _safely(callback)
+
+    def _front_end_rendered(self, next_seq: object) -> None:
+        self._outbox.replay(next_seq if isinstance(next_seq, int) else 0)
+        with self._lock:
+            self._rendered = True
+            callbacks, self._on_rendered = self._on_rendered, []
+        for callback in callbacks:
+            _safely(callback)
+
+    def _decision(self, content: Mapping[str, Any]) -> None:
+        call_id, action = content.get("call_id"), content.get("action")
+        if not isinstance(call_id, str) or action not in ("approve", "deny"):
+            return
+        raw_scope = content.get("scope")
+        scope = _SCOPES.get(raw_scope, "once") if isinstance(raw_scope, str) else "once"
+        reason = content.get("reason")
+        reason = reason.strip()[:REASON_LIMIT] if isinstance(reason, str) else ""
+        with self._lock:
+            if call_id not in self._ops.pending_approvals or call_id in self._answered:
+                return  # a stale card, or a second click that raced the first
+            self._answered.add(call_id)
+        decision: Decision = (
+            Approved(scope=scope) if action == "approve" else Denied(reason or None, scope=scope)
+        )
+        for callback in list(self._on_decision):
+            _safely(callback, call_id, decision)
+
+
+def _shell_running() -> bool:
+    from IPython.core.interactiveshell import InteractiveShell
+
+    return bool(InteractiveShell.initialized())
+
+
+def _safely(callback: Callable[..., None], *args: Any) -> None:
+    try:
+        callback(*args)
+    except Exception:
+        _log.exception("a view callback failed")
+
+
+def _transcript_or_note(
+    messages: Sequence[Message], header: ViewHeader, status: str
+) -> dict[str, str]:
+    try:
+        return render_transcript(messages, header=header, status=status)
+    except Exception:  # never leave the cell on a dead widget because of a rendering bug
+        _log.exception("the transcript could not be rendered")
+        note = f"The agent run ended ({status}); its transcript could not be shown here."
+        return {"text/plain": note}

@@ -1,0 +1,103 @@
+"""Texts the view shows about tool calls, budgets and notices (plain text: the front end
+sets them with ``textContent``), kept apart from the event handling so both stay short."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from mibyan_jupyter.core.events import ApprovalResolved, BudgetStatus
+from mibyan_jupyter.core.messages import ToolMessage, content_text
+from mibyan_jupyter.core.notices import CompactionNotice, FallbackNotice, RetryNotice
+from mibyan_jupyter.export.render import ARGS_LIMIT, RESULT_LIMIT, RUN_PYTHON
+from mibyan_jupyter.jupyter.view.markdown import clip
+from mibyan_jupyter.jupyter.view.outbox import Op
+
+SUMMARY_LIMIT = 120
+BAR_NAMES = ("turns", "total_tokens", "cost")
+"""The budgets shown as bars (with "context", which comes from the last reply's usage)."""
+_TITLES = {"turns": "turns", "total_tokens": "tokens", "context": "context", "cost": "cost"}
+
+
+def args_text(name: str, args: Any) -> str:
+    """A call's arguments for reading: a ``run_python`` call's code as is, else JSON."""
+    if name == RUN_PYTHON and isinstance(args, Mapping) and isinstance(args.get("code"), str):
+        text: str = args["code"]
+    elif isinstance(args, str):
+        text = args
+    else:
+        try:
+            text = json.dumps(args, indent=2, ensure_ascii=False, default=str)
+        except ValueError:
+            text = repr(args)
+    shown, more = clip(text, ARGS_LIMIT)
+    return shown if not more else f"{shown}\n… ({more:,} more characters)"
+
+
+def parsed_args(raw: str) -> Any:
+    """The arguments JSON of a finished call, or the raw text when it is not JSON."""
+    try:
+        return json.loads(raw) if raw.strip() else {}
+    except ValueError:
+        return raw
+
+
+def result_op(call_id: str, result: ToolMessage, images: list[str]) -> Op:
+    text = content_text(result.content)
+    shown, more = clip(text, RESULT_LIMIT)
+    first = text.strip().split("\n", 1)[0] if text.strip() else "(empty)"
+    summary, cut = clip(first, SUMMARY_LIMIT)
+    return {
+        "op": "result",
+        "id": call_id,
+        "summary": summary + ("…" if cut else ""),
+        "text": shown,
+        "more": more,
+        "error": result.is_error,
+        "images": images,
+    }
+
+
+def outcome_text(event: ApprovalResolved) -> str:
+    """``approved by you (for this session)``, ``denied by policy: <reason>``."""
+    verb = "approved" if event.approved else "denied"
+    who = {"user": "you", "policy": "policy", "timeout": "timeout", "abort": "stop"}.get(
+        event.decided_by, event.decided_by
+    )
+    scope = {"once": "", "session": " (for this session)", "always": " (always for this tool)"}
+    text = f"{verb} by {who}{scope[event.scope]}"
+    return f"{text}: {event.reason}" if event.reason else text
+
+
+def bar_op(name: str, used: float, limit: float | None) -> Op:
+    if name == "cost":
+        label = f"${used:.4f}" + (f" / ${limit:.2f}" if limit is not None else "")
+    else:
+        label = f"{used:,.0f}" + (f" / {limit:,.0f}" if limit is not None else "")
+    fraction = None if not limit else min(max(used / limit, 0.0), 1.0)
+    return {"op": "bar", "name": name, "title": _TITLES[name], "label": label, "fraction": fraction}
+
+
+def budget_ops(budgets: tuple[BudgetStatus, ...]) -> list[Op]:
+    return [bar_op(b.name, b.used, b.limit) for b in budgets if b.name in BAR_NAMES]
+
+
+def notice_op(notice: RetryNotice | FallbackNotice | CompactionNotice) -> Op:
+    if isinstance(notice, RetryNotice):
+        text = (
+            f"Retrying (attempt {notice.attempt} of {notice.max_attempts}) in "
+            f"{notice.delay:g} s after {notice.error_kind}: {notice.message}"
+        )
+        return {"op": "notice", "level": "warning", "kind": "retry", "text": text}
+    if isinstance(notice, FallbackNotice):
+        text = f"Switched from {notice.from_model} to {notice.to_model}: {notice.reason}"
+        return {"op": "notice", "level": "warning", "kind": "fallback", "text": text}
+    tokens = ""
+    if notice.tokens_before is not None and notice.tokens_after is not None:
+        tokens = f", {notice.tokens_before:,} → {notice.tokens_after:,} tokens"
+    text = (
+        f"Compacted the conversation: {notice.messages_before} → "
+        f"{notice.messages_after} messages{tokens}"
+    )
+    return {"op": "notice", "level": "info", "kind": "compaction", "text": text}

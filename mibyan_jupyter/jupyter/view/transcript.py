@@ -1,0 +1,215 @@
+"""A finished run as a static mimebundle: what the cell keeps when the live view is gone.
+
+The saved notebook must show the conversation with no kernel, no widget state and no
+extension, so this is plain HTML (with ``text/markdown`` and ``text/plain`` beside it for
+other front ends). The content decisions (pairing calls with results, truncation, which
+code counts as run) are the exports' (:func:`mibyan_jupyter.export.render.blocks`); only
+the layout is made here, plus the thinking, which the exports leave out. The structure is
+built from our own strings; every piece of model or tool output in it went through
+:func:`.markdown.markdown_html` (nh3) or is a PNG validated by :mod:`.media`. Secrets are
+redacted first, on the whole transcript, before anything is cut.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from mibyan_jupyter.core.messages import AssistantMessage, Message, ToolMessage, Usage
+from mibyan_jupyter.export.outputs import plain_text
+from mibyan_jupyter.export.render import (
+    RESULT_LIMIT,
+    RUN_PYTHON,
+    Block,
+    Code,
+    Prose,
+    blocks,
+    clipped,
+    code_span,
+    fence,
+    redacted,
+)
+from mibyan_jupyter.export.sanitize import sanitize_markdown
+from mibyan_jupyter.jupyter.view.header import ViewHeader
+from mibyan_jupyter.jupyter.view.markdown import clean_html, markdown_html
+from mibyan_jupyter.jupyter.view.media import MAX_IMAGES, png_data_url
+from mibyan_jupyter.secrets import REDACT
+
+CODE_LIMIT = 10_000
+HTML_OUTPUT_LIMIT = 20_000
+"""A larger HTML output (a huge table) is shown as its text form, clipped."""
+
+_STYLE = {
+    "root": "border-left:3px solid var(--jp-brand-color1,#1976d2);padding-left:10px",
+    "user": "background:var(--jp-layout-color2,#f3f3f3);border-radius:4px;padding:2px 8px;"
+    "overflow-x:auto",
+    "assistant": "overflow-x:auto",
+    "tool": "border:1px solid var(--jp-border-color2,#e0e0e0);border-radius:4px;"
+    "padding:2px 8px;margin:6px 0;overflow-x:auto",
+    "label": "font-size:0.85em;font-weight:600;color:var(--jp-ui-font-color2,#616161)",
+    "footer": "font-size:0.85em;color:var(--jp-ui-font-color2,#757575);margin-top:6px",
+}
+
+
+def render_transcript(
+    messages: Sequence[Message], *, header: ViewHeader, status: str, usage: Usage | None = None
+) -> dict[str, str]:
+    """The run as ``text/html``, ``text/markdown`` and ``text/plain``; ``usage`` defaults
+    to the sum of the assistant messages' usage."""
+    clean = redacted(messages)
+    if usage is None:
+        usage = sum((m.usage for m in clean if isinstance(m, AssistantMessage)), Usage())
+    turns = sum(isinstance(m, AssistantMessage) for m in clean)
+    html_parts: list[str] = []
+    md_parts: list[str] = []
+    text_parts: list[str] = []
+    for segment in _segments(clean):
+        head = segment[0]
+        thinking = _thinking(head) if isinstance(head, AssistantMessage) else ""
+        items = blocks(segment)
+        if thinking and not any(isinstance(b, Prose) and b.speaker == "assistant" for b in items):
+            html_parts.append(
+                _div("mibyan-assistant", _thinking_html(thinking), _STYLE["assistant"])
+            )
+        for block in items:
+            html_parts.append(_block_html(block, thinking))
+            md_parts.append(_block_markdown(block))
+            text_parts.append(_block_text(block))
+    footer = REDACT(_footer(header, status, usage, turns))
+    html_parts.append(f'<div class="mibyan-footer" style="{_STYLE["footer"]}">{_e(footer)}</div>')
+    return {
+        "text/html": (
+            f'<div class="mibyan-transcript" data-status="{_e(status)}" style="{_STYLE["root"]}">'
+            + "".join(html_parts)
+            + "</div>"
+        ),
+        "text/markdown": sanitize_markdown("\n\n".join([*md_parts, f"*{footer}*"])),
+        "text/plain": "\n\n".join([*text_parts, footer]),
+    }
+
+
+def _segments(messages: Sequence[Message]) -> list[list[Message]]:
+    """Each message that is not a tool result starts a segment; results join the segment
+    of the message that asked for them, so ``blocks`` pairs them."""
+    out: list[list[Message]] = []
+    for message in messages:
+        if isinstance(message, ToolMessage) and out:
+            out[-1].append(message)
+        else:
+            out.append([message])
+    return out
+
+
+def _thinking(message: AssistantMessage) -> str:
+    return "\n\n".join(t.text for t in message.thinking if t.text.strip())
+
+
+def _footer(header: ViewHeader, status: str, usage: Usage, turns: int) -> str:
+    tokens = usage.total or usage.input + usage.output
+    cost = "cost unknown" if usage.cost is None else f"${usage.cost:.4f}"
+    model = f"{header.model} (demo model)" if header.demo else header.model
+    facts = [model, f"{turns} {'turn' if turns == 1 else 'turns'}", f"{tokens:,} tokens", cost]
+    facts.append(status.replace("_", " "))
+    session = f"session {header.session_id[:12]}" if header.session_id else ""
+    title = header.title.strip().splitlines()[0] if header.title.strip() else ""
+    return " · ".join([*facts, *(x for x in (title, session) if x)])
+
+
+# -- HTML --------------------------------------------------------------------------------
+
+
+def _e(text: str) -> str:
+    return html.escape(text, quote=True)
+
+
+def _div(cls: str, inner: str, style: str = "") -> str:
+    styled = f' style="{style}"' if style else ""
+    return f'<div class="{cls}"{styled}>{inner}</div>'
+
+
+def _label(text: str) -> str:
+    return f'<div class="mibyan-label" style="{_STYLE["label"]}">{_e(text)}</div>'
+
+
+def _thinking_html(text: str) -> str:
+    shown, note = _clip_note(text, RESULT_LIMIT)
+    return (
+        '<details class="mibyan-thinking"><summary>Thinking</summary>'
+        f"<pre>{_e(shown)}</pre>{note}</details>"
+    )
+
+
+def _block_html(block: Block, thinking: str) -> str:
+    if isinstance(block, Code):
+        code = clipped(block.source, "python", CODE_LIMIT)
+        outputs = "".join(_output_html(o) for o in block.outputs[:50])
+        inner = _label(f"Python ({RUN_PYTHON})") + markdown_html(code) + outputs
+        return _div("mibyan-tool", inner, _STYLE["tool"])
+    body = markdown_html(block.body)
+    if block.speaker == "user":
+        return _div("mibyan-user", _label("You") + body, _STYLE["user"])
+    if block.speaker == "assistant":
+        inner = (_thinking_html(thinking) if thinking else "") + body
+        return _div("mibyan-assistant", inner, _STYLE["assistant"])
+    if block.speaker == "tool":
+        label = f'<div class="mibyan-label" style="{_STYLE["label"]}">'
+        return _div(
+            "mibyan-tool", label + markdown_html(block.label) + "</div>" + body, _STYLE["tool"]
+        )
+    return _div("mibyan-system", f"<details><summary>{_e(block.label)}</summary>{body}</details>")
+
+
+def _output_html(output: Mapping[str, Any]) -> str:
+    kind = output["output_type"]
+    if kind in ("display_data", "execute_result"):
+        data = output["data"]
+        image = png_data_url(data.get("image/png"))
+        if image is not None:
+            return f'<div class="mibyan-output"><img src="{image}" alt="output image"></div>'
+        page = data.get("text/html")
+        if isinstance(page, str) and len(page) <= HTML_OUTPUT_LIMIT:
+            return f'<div class="mibyan-output">{clean_html(page)}</div>'
+    return f'<div class="mibyan-output">{markdown_html(_output_markdown(output))}</div>'
+
+
+def _clip_note(text: str, limit: int) -> tuple[str, str]:
+    if len(text) <= limit:
+        return text, ""
+    return text[:limit], f"<p><em>… (truncated, {len(text) - limit:,} more characters)</em></p>"
+
+
+# -- Markdown and plain text ---------------------------------------------------------------
+
+
+def _output_markdown(output: Mapping[str, Any]) -> str:
+    kind = output["output_type"]
+    text = plain_text(output)
+    if kind == "stream":
+        block = clipped(text, "text", RESULT_LIMIT)
+        return block if output["name"] == "stdout" else f"*stderr:*\n\n{block}"
+    if kind == "error":
+        name = code_span(f"{output['ename']}: {output['evalue']}")
+        return f"**Error:** {name}\n\n{clipped(text, 'text', RESULT_LIMIT)}" if text else name
+    parts = [clipped(text, "text", RESULT_LIMIT)] if text else []
+    if any(mime.startswith("image/") for mime in output["data"]):
+        parts.append("*(image)*")
+    return "\n\n".join(parts) or "*(output not shown)*"
+
+
+def _block_markdown(block: Block) -> str:
+    if isinstance(block, Code):
+        outputs = [_output_markdown(o) for o in block.outputs[: MAX_IMAGES * 4]]
+        return "\n\n".join(
+            [f"**Python** ({code_span(RUN_PYTHON)})", fence(block.source, "python"), *outputs]
+        )
+    label = {"user": "You", "assistant": "Assistant"}.get(block.speaker, block.label)
+    return f"**{label}**\n\n{block.body}"
+
+
+def _block_text(block: Block) -> str:
+    if isinstance(block, Code):
+        outputs = [plain_text(o) for o in block.outputs]
+        return "\n".join(["Python (run_python):", block.source, *(o for o in outputs if o)])
+    label = {"user": "You", "assistant": "Assistant"}.get(block.speaker, block.label)
+    return f"{label}:\n{block.body}"

@@ -1,0 +1,275 @@
+"""Agent events in, view ops out: the live view's state machine.
+
+One method per event kind, dispatched by an exhaustive ``match`` (a new event type fails
+the type check here, not silently in the browser). Handling a text delta costs O(delta):
+only ``event.delta`` is read, never the partial message the event also carries.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Mapping
+from typing import Any, assert_never
+
+from mibyan_jupyter.core.events import (
+    AgentEnd,
+    AgentEvent,
+    AgentStart,
+    ApprovalRequested,
+    ApprovalResolved,
+    BudgetUpdated,
+    MessageEnd,
+    MessageStart,
+    MessageUpdate,
+    ToolExecutionEnd,
+    ToolExecutionStart,
+    ToolExecutionUpdate,
+    TurnEnd,
+    TurnStart,
+)
+from mibyan_jupyter.core.messages import AssistantMessage, UserMessage, content_text
+from mibyan_jupyter.core.notices import CompactionNotice, FallbackNotice, RetryNotice
+from mibyan_jupyter.core.stream import (
+    StreamDone,
+    StreamError,
+    StreamEvent,
+    StreamStart,
+    TextDelta,
+    TextEnd,
+    TextStart,
+    ThinkingDelta,
+    ThinkingEnd,
+    ThinkingStart,
+    ToolCallDelta,
+    ToolCallEnd,
+    ToolCallStart,
+)
+from mibyan_jupyter.jupyter.view import texts as fmt
+from mibyan_jupyter.jupyter.view.header import ViewHeader
+from mibyan_jupyter.jupyter.view.markdown import markdown_html
+from mibyan_jupyter.jupyter.view.media import tool_images
+from mibyan_jupyter.jupyter.view.outbox import Outbox
+from mibyan_jupyter.secrets import REDACT
+
+RiskNote = Callable[[str, Mapping[str, Any]], str | None]
+
+_END_NOTES = {
+    "aborted": ("info", "Stopped."),
+    "length": ("warning", "The reply was cut off: it reached the model's output limit."),
+}
+
+
+class EventOps:
+    """The view's state between events: the message being streamed, its calls by stream
+    index, the cards shown, the approvals pending (read by the view to validate clicks)."""
+
+    def __init__(
+        self, outbox: Outbox, header: ViewHeader, *, prompt: str | None, risk_note: RiskNote | None
+    ) -> None:
+        self._out = outbox
+        self._header = header
+        self._prompt = prompt
+        self._risk_note = risk_note
+        self._ids = itertools.count(1)
+        self._message: str | None = None
+        """The id of the assistant message being streamed."""
+        self._calls_by_index: dict[int, str] = {}
+        self._streamed_thinking = False
+        self._cards: set[str] = set()
+        self._denied: set[str] = set()
+        self.pending_approvals: set[str] = set()
+        self.ended = False
+        """The run's end was shown (AgentEnd)."""
+
+    def __call__(self, event: AgentEvent) -> None:
+        match event:
+            case MessageUpdate():
+                self._update(event.event)
+            case MessageStart():
+                if isinstance(event.message, AssistantMessage):
+                    self._start_message()
+            case MessageEnd():
+                self._end_message(event)
+            case ToolExecutionStart():
+                if event.call_id not in self._cards:
+                    self._card(event.call_id, event.name, fmt.args_text(event.name, event.args))
+                self._status(event.call_id, "running")
+            case ToolExecutionUpdate():
+                pass  # partial results are not shown: the card says "running"
+            case ToolExecutionEnd():
+                self._tool_end(event)
+            case ApprovalRequested():
+                self._approval(event)
+            case ApprovalResolved():
+                self._resolved(event)
+            case BudgetUpdated():
+                for op in fmt.budget_ops(event.budgets):
+                    self._out.add(op)
+            case RetryNotice() | FallbackNotice():
+                self._restart_reply()
+                self._out.add(fmt.notice_op(event))
+            case CompactionNotice():
+                self._out.add(fmt.notice_op(event))
+            case AgentEnd():
+                self._agent_end(event)
+            case AgentStart() | TurnStart() | TurnEnd():
+                pass
+            case _:
+                assert_never(event)
+
+    # -- assistant messages ---------------------------------------------------------------
+
+    def _start_message(self) -> str:
+        ident = f"a{next(self._ids)}"
+        self._message = ident
+        self._calls_by_index = {}
+        self._streamed_thinking = False
+        self._out.add({"op": "assistant", "id": ident}, now=False)
+        return ident
+
+    def _update(self, event: StreamEvent) -> None:
+        ident = self._message or self._start_message()
+        match event:
+            case TextDelta():
+                self._out.delta("text", ident, event.delta)
+            case ThinkingDelta():
+                self._streamed_thinking = True
+                self._out.delta("thinking", ident, event.delta)
+            case TextEnd():
+                self._out.end_stream("text", ident)
+            case ThinkingEnd():
+                self._out.end_stream("thinking", ident)
+            case ToolCallStart():
+                self._calls_by_index[event.index] = event.id
+                self._card(event.id, event.name, None)
+            case ToolCallDelta():
+                call_id = self._calls_by_index.get(event.index)
+                if call_id is not None:
+                    self._out.delta("args", call_id, event.delta)
+            case ToolCallEnd():
+                call = event.call
+                self._out.end_stream("args", call.id)
+                args = fmt.parsed_args(call.function.arguments)
+                self._card(call.id, call.function.name, fmt.args_text(call.function.name, args))
+            case RetryNotice() | FallbackNotice():
+                self._restart_reply()
+                self._out.add(fmt.notice_op(event))
+            case TextStart() | ThinkingStart() | StreamStart() | StreamDone() | StreamError():
+                pass
+            case _:
+                assert_never(event)
+
+    def _end_message(self, event: MessageEnd) -> None:
+        message = event.message
+        if isinstance(message, UserMessage):
+            text = content_text(message.content)
+            if self._prompt is not None and text == self._prompt:
+                self._prompt = None  # the cell's prompt, shown since the view was created
+            else:
+                self._out.add({"op": "user", "text": text})
+            return
+        if not isinstance(message, AssistantMessage):
+            return
+        ident = self._message or self._start_message()
+        self._message = None
+        for kind, key in self._streams(ident):
+            self._out.end_stream(kind, key)
+        thinking = "\n\n".join(t.text for t in message.thinking if t.text)
+        final = {
+            "op": "final",
+            "id": ident,
+            "html": markdown_html(REDACT(message.content or "")),  # before Markdown moves it
+            "thinking": None if self._streamed_thinking or not thinking else thinking,
+        }
+        self._out.add(final)
+        for call in message.tool_calls:
+            if call.id not in self._cards:
+                args = fmt.parsed_args(call.function.arguments)
+                self._card(call.id, call.function.name, fmt.args_text(call.function.name, args))
+        usage = message.usage
+        context = usage.input + usage.cache_read + usage.cache_write
+        if context:
+            self._out.add(fmt.bar_op("context", context, self._header.context_window))
+        if message.stop_reason == "error":
+            text = f"The model call failed: {message.error_message or 'unknown error'}"
+            self._out.add({"op": "notice", "level": "error", "kind": "error", "text": text})
+        elif message.stop_reason in _END_NOTES:
+            level, text = _END_NOTES[message.stop_reason]
+            self._out.add({"op": "notice", "level": level, "kind": "stop", "text": text})
+
+    def _restart_reply(self) -> None:
+        """A retry or failover starts the reply over: clear what streamed of it."""
+        if self._message is None:
+            return
+        calls = list(self._calls_by_index.values())
+        for kind, key in self._streams(self._message):
+            self._out.discard(kind, key)
+        self._cards.difference_update(calls)
+        self._calls_by_index = {}
+        self._streamed_thinking = False
+        self._out.add({"op": "clear", "id": self._message, "calls": calls})
+
+    def _streams(self, ident: str) -> list[tuple[str, str]]:
+        """The delta streams of message ``ident``: its text, thinking and call arguments."""
+        calls = [("args", call_id) for call_id in self._calls_by_index.values()]
+        return [("text", ident), ("thinking", ident), *calls]
+
+    # -- tools and approvals --------------------------------------------------------------
+
+    def _card(self, call_id: str, name: str, args: str | None) -> None:
+        """Create the tool card of ``call_id`` (status pending) or set its arguments."""
+        op: dict[str, Any] = {"op": "tool", "id": call_id, "name": name, "msg": self._message}
+        if args is not None:
+            op["args"] = args
+        self._cards.add(call_id)
+        self._out.add(op)
+
+    def _status(self, call_id: str, status: str) -> None:
+        self._out.add({"op": "status", "id": call_id, "status": status})
+
+    def _tool_end(self, event: ToolExecutionEnd) -> None:
+        self._out.add(fmt.result_op(event.call_id, event.result, tool_images(event.result)))
+        status = "error" if event.is_error else "done"
+        self._status(event.call_id, "denied" if event.call_id in self._denied else status)
+
+    def _approval(self, event: ApprovalRequested) -> None:
+        args = event.args if isinstance(event.args, Mapping) else {}
+        risk = self._risk_note(event.name, args) if self._risk_note is not None else None
+        self.pending_approvals.add(event.call_id)  # before the card: a click may be quick
+        self._out.add(
+            {
+                "op": "approval",
+                "id": event.call_id,
+                "name": event.name,
+                "args": fmt.args_text(event.name, event.args),
+                "reason": event.reason,
+                "risk": risk,
+            }
+        )
+        self._status(event.call_id, "awaiting approval")
+        self._out.add({"op": "run", "status": "awaiting_approval"})
+
+    def _resolved(self, event: ApprovalResolved) -> None:
+        self._out.add(
+            {
+                "op": "decided",
+                "id": event.call_id,
+                "approved": event.approved,
+                "outcome": fmt.outcome_text(event),
+            }
+        )
+        self._status(event.call_id, "running" if event.approved else "denied")
+        if not event.approved:
+            self._denied.add(event.call_id)
+        if event.call_id in self.pending_approvals:
+            self.pending_approvals.discard(event.call_id)
+            if not self.pending_approvals:
+                self._out.add({"op": "run", "status": "running"})
+
+    def _agent_end(self, event: AgentEnd) -> None:
+        if event.reason == "budget_exhausted":
+            text = "The budget is used up: the agent stopped after a summary."
+            self._out.add({"op": "notice", "level": "warning", "kind": "budget", "text": text})
+        self.pending_approvals.clear()
+        self.ended = True
+        self._out.add({"op": "run", "status": "done"})

@@ -1,0 +1,195 @@
+"""Streaming cost of the live view: bytes linear in the reply, at most ~20 flushes a second,
+no secret cut in half by a flush. Time is a fake clock with a fake timer, except in the one
+test that checks the real asyncio timer."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+from view_support import (
+    HEADER,
+    FakeTime,
+    Recorder,
+    Sent,
+    max_per_window,
+    record_comms,
+    reply_events,
+    timed_view,
+    update,
+)
+
+from mibyan_jupyter.core.events import (
+    ApprovalRequested,
+    MessageEnd,
+    ToolExecutionEnd,
+    ToolExecutionStart,
+)
+from mibyan_jupyter.core.messages import (
+    AssistantMessage,
+    FunctionCall,
+    ToolCall,
+    ToolMessage,
+    UserMessage,
+)
+from mibyan_jupyter.core.stream import TextDelta, ToolCallDelta, ToolCallEnd, ToolCallStart
+from mibyan_jupyter.jupyter.view import AgentView
+
+WORDS = ("the", "data", "frame", "has", "rows", "and", "each", "value", "is", "a", "mean")
+KEY = "sk-test-" + "Q7x" * 10
+
+
+@pytest.fixture
+def recorder(monkeypatch: pytest.MonkeyPatch) -> Recorder:
+    return record_comms(monkeypatch)
+
+
+def tokens(n: int) -> list[str]:
+    """``n`` tokens of ~4.5 characters (words, spaces, a paragraph break now and then)."""
+    return [("\n\n" if i % 17 == 0 else " ") * (i > 0) + WORDS[i % len(WORDS)] for i in range(n)]
+
+
+def stream(recorder: Recorder, n: int, rate: float) -> tuple[str, list[float], int, int]:
+    """Stream an ``n``-token reply at ``rate`` tokens/s through a new view. Returns the
+    text, the times of the messages sent while streaming, their bytes, and the bytes of
+    the one message-end HTML op (counted apart: it is the reply rendered once)."""
+    fake = FakeTime()
+    view = timed_view(recorder, fake, prompt=None)
+    view.display()
+    recorder.sent.clear()
+    pieces = tokens(n)
+    for i, event in enumerate(reply_events(pieces)):
+        fake.advance(i / rate)
+        view(event)
+    text = "".join(pieces)
+    assert recorder.streamed("text", "a1") == text
+    custom = recorder.custom()
+    final_bytes = Sent(0, "", recorder.ops("final")[0]).size
+    return text, [s.at for s in custom], sum(s.size for s in custom) - final_bytes, final_bytes
+
+
+def test_bytes_grow_linearly_and_flushes_stay_under_20_per_s(recorder: Recorder) -> None:
+    """100 tokens/s, a typical hosted model: 20,000 tokens take 200 simulated seconds."""
+    text, times, sent, final = stream(recorder, 20_000, rate=100)
+    recorder.sent.clear()
+    text2, _, sent2, _ = stream(recorder, 40_000, rate=100)
+    growth = (sent2 / len(text2)) / (sent / len(text))
+    assert 1 / 1.3 <= growth <= 1.3  # doubling the reply doubles the bytes
+    # Streaming messages (all but the one at the message end) at most 20 in any second.
+    assert max_per_window(times[:-1]) <= 20
+    assert max_per_window(times) <= 21  # + the flush at the message's end
+    assert len(times) <= 20 * 200 + 2
+    # Each message costs its text plus a constant (the op's JSON), never the text so far.
+    per_message_overhead = (sent - len(text)) / len(times)
+    assert per_message_overhead < 100
+    assert final < 1.3 * len(text)  # the sanitized HTML, once
+
+
+def test_bytes_close_to_the_text_for_a_fast_stream(recorder: Recorder) -> None:
+    """At 2,000 tokens/s (a fast provider) a flush carries ~450 characters: the ops'
+    JSON adds little, so the whole stream stays under 1.5x the text."""
+    text, times, sent, _ = stream(recorder, 20_000, rate=2_000)
+    assert sent / len(text) <= 1.5
+    assert max_per_window(times[:-1]) <= 20
+
+
+def test_without_a_loop_text_waits_for_the_next_event(recorder: Recorder) -> None:
+    """No running loop, so no timer: a delta inside the interval waits for a later event
+    past it (or for the message end)."""
+    fake = FakeTime()
+    view = AgentView(HEADER, prompt=None)
+    view._outbox.clock = fake.clock  # the default scheduler: no loop, no timer
+    recorder.clock = fake.clock
+    for i, event in enumerate(reply_events(["a "] * 30)):
+        fake.now = i * 0.01
+        view(event)
+        if i == 10:
+            assert not fake.timers
+    times = [s.at for s in recorder.custom()]
+    assert times[:3] == pytest.approx([0.02, 0.07, 0.12])  # the events past each interval
+    assert max_per_window(times[:-1]) <= 20
+    assert recorder.streamed("text", "a1") == "a " * 30
+
+
+async def test_the_real_loop_timer_throttles(recorder: Recorder) -> None:
+    view = AgentView(HEADER, prompt=None, flush_interval=0.05)
+    recorder.clock = time.monotonic
+    started = time.monotonic()
+    events = list(reply_events(["word "] * 400))
+    for event in events[:-1]:
+        view(event)
+        await asyncio.sleep(0.001)
+    await asyncio.sleep(0.06)  # the last timer
+    elapsed = time.monotonic() - started
+    times = [s.at for s in recorder.custom()]
+    assert recorder.streamed("text", "a1") == "word " * 400  # complete before the end event
+    assert max_per_window(times) <= 20
+    assert len(times) <= elapsed / 0.05 + 2
+    assert len(times) >= 3  # the timer flushed while tokens kept coming
+    view(events[-1])
+
+
+def test_tool_arguments_stream_coalesced(recorder: Recorder) -> None:
+    fake = FakeTime()
+    view = timed_view(recorder, fake, prompt=None)
+    code = "import pandas as pd\n" * 50
+    raw = '{"code": ' + repr(code).replace("'", '"') + "}"
+    view(update(ToolCallStart(index=0, id="c1", name="run_python")))
+    for i in range(0, len(raw), 3):
+        fake.advance(fake.now + 0.005)
+        view(update(ToolCallDelta(index=0, delta=raw[i : i + 3])))
+    call = ToolCall(id="c1", function=FunctionCall(name="run_python", arguments=raw))
+    view(update(ToolCallEnd(index=0, call=call)))
+    args_ops = recorder.ops("args")
+    assert "".join(op["text"] for op in args_ops) == raw
+    assert len(args_ops) <= fake.now / 0.05 + 2
+    assert recorder.ops("tool")[-1]["args"] == code
+
+
+def test_a_key_streamed_in_pieces_never_reaches_the_front_end(
+    recorder: Recorder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MIBYAN_VIEW_TEST_API_KEY", KEY)
+    fake = FakeTime()
+    view = timed_view(recorder, fake, prompt=f"use {KEY} please")
+    view.display()
+    text = f"Your key is {KEY} and it works.\nAgain:{KEY}"
+    pieces = [text[i : i + 2] for i in range(0, len(text), 2)]  # flushes fall inside the key
+    for i, event in enumerate(reply_events(pieces)):
+        fake.advance(i * 0.02)
+        view(event)
+        if i == 2 + 13:  # half the key streamed: a forced flush must not release it
+            view.show_queued("and then?", "steer")
+    view(ToolExecutionStart(call_id="c1", name="run_python", args={"code": f"k = '{KEY}'"}))
+    view(ApprovalRequested(call_id="c1", name="run_python", args={"code": f"k = '{KEY}'"}))
+    result = ToolMessage(tool_call_id="c1", content=f"printed {KEY}")
+    view(ToolExecutionEnd(call_id="c1", name="run_python", result=result, is_error=False))
+    view.show_notice(f"notice {KEY}")
+    view.finish(
+        [UserMessage(content=f"use {KEY} please"), AssistantMessage(content=text)],
+        status="completed",
+    )
+    assert len(recorder.custom()) > 5
+    everything = recorder.everything()
+    assert KEY not in everything
+    assert KEY[:16] not in everything  # not even half of it
+    assert recorder.streamed("text", "a1") == text.replace(KEY, "[redacted]")
+    assert "[redacted]" in recorder.ops("final")[0]["html"]
+
+
+def test_message_end_flushes_everything_at_once(recorder: Recorder) -> None:
+    fake = FakeTime()
+    view = timed_view(recorder, fake, prompt=None, flush_interval=10)
+    view.display()
+    events = list(reply_events(["held", "back"]))
+    for event in events[:-1]:
+        view(event)
+    before = len(recorder.custom())
+    view(MessageEnd(message=AssistantMessage(content="heldback")))
+    assert len(recorder.custom()) == before + 1
+    assert recorder.streamed("text", "a1") == "heldback"
+    assert recorder.ops()[-1]["op"] in ("final", "bar")
+    view(update(TextDelta(delta="x")))  # a stray delta after the end starts a new message
+    view._outbox.flush()
+    assert recorder.ops("assistant")[-1]["id"] == "a2"
