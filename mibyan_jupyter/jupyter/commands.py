@@ -281,8 +281,15 @@ def run_command(line: str, magics: AgentMagics) -> Any:
             f"unknown command {words[0]!r}: one of {', '.join(COMMANDS)} (see %agent --help)"
         )
     try:
-        return command(words[1:], magics)
+        result = command(words[1:], magics)
     except StoreError as error:
         if type(error).__name__ in ("SessionNotFoundError", "AmbiguousSessionError"):
             raise AgentUsageError(f"{error} (list them with %agent sessions)") from None
         raise AgentStoreError(f"{error} (set MIBYAN_DB or c.AgentMagics.db_path)") from None
+    if isinstance(result, list):  # several rich outputs: each shown as itself, not a list repr
+        from IPython.display import display
+
+        for item in result:
+            display(item)  # type: ignore[no-untyped-call]
+        return None
+    return result
