@@ -4,9 +4,10 @@ the ``%%agent`` view against a naive widget that re-sends the whole text per tok
 Ours: the reply goes through ``AgentView`` as agent events (text deltas of ~4.5 characters,
 one per token), with the widget's comm replaced by a recording comm. Time is simulated: a
 fake clock and timer stand in for the asyncio loop's, and tokens arrive at a fixed rate
-(100 tokens/s is a typical hosted model; 1,000 tokens/s a fast one), so the throttle acts
-exactly as it would live but the 200 s reply takes about a second. One more run uses a real
-asyncio loop and clock, tokens as fast as the loop goes (the timer path as in a kernel).
+(30 tokens/s is a slow model, 100 tokens/s a typical hosted one, 1,000 tokens/s a fast
+one), so the throttle acts exactly as it would live but the 200 s reply takes about a
+second. One more run uses a real asyncio loop and clock, tokens as fast as the loop goes
+(the timer path as in a kernel). The headline figure is the 100 tokens/s one.
 The naive peer: an ipywidgets ``HTML`` widget whose ``value`` is set to the accumulated
 text at every token, through the same recording comm.
 
@@ -16,13 +17,20 @@ message content). Each Jupyter message also carries a header, parent header and 
 "Streaming" bytes are all messages sent while the reply streams, up to and including the
 flush at the message end, except the message's sanitized HTML op, sent once when it ends,
 which is shown apart. "time s" is the wall time of feeding the events (or of setting the
-naive widget's value). The last line of output is one JSON object with the figures.
+naive widget's value). How the stream feels: "upd/s" is the mean number of messages a
+second while the text flows, "gap s" the longest time between two of them, "lag ms" the
+mean time a token waits in the kernel before it is sent.
+
+``--sweep`` measures the throttle's two knobs (characters a timed flush waits for, and its
+longest delay) at several rates, to choose them. The last line of output is one JSON object
+with the figures.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import time
 from collections.abc import Callable
@@ -48,8 +56,9 @@ class Recording:
 
     def __init__(self, clock: Callable[[], float]) -> None:
         self.clock = clock
-        self.sizes: list[tuple[float, int, int]] = []
-        """(time, bytes, bytes of the message's final HTML op, counted apart)"""
+        self.sizes: list[tuple[float, int, int, int]] = []
+        """(time, bytes, bytes of the message's final HTML op, counted apart, characters of
+        streamed text it carries)"""
         recording = self
 
         class RecordingComm(BaseComm):
@@ -58,15 +67,21 @@ class Recording:
                     return
                 size = len(json.dumps(data, ensure_ascii=False).encode())
                 content = data.get("content") if data.get("method") == "custom" else None
-                ops = content.get("ops", ()) if isinstance(content, dict) else ()
-                final = sum(_size(op) for op in ops if op.get("op") == "final")
-                recording.sizes.append((recording.clock(), size - final, final))
+                ops = content[1:] if isinstance(content, list) else []
+                final = sum(_size(op) for op in ops if isinstance(op, dict) and op["op"] == "final")
+                chars = sum(len(op if isinstance(op, str) else op[2]) for op in _deltas(ops))
+                recording.sizes.append((recording.clock(), size - final, final, chars))
 
         self._previous = comm.create_comm
         comm.create_comm = lambda **kwargs: RecordingComm(**kwargs)
 
     def close(self) -> None:
         comm.create_comm = self._previous
+
+
+def _deltas(ops: list[Any]) -> list[Any]:
+    """The delta ops of a batch: ``[kind, id, text]`` or a string (one stream here)."""
+    return [op for op in ops if isinstance(op, str | list)]
 
 
 class FakeTime:
@@ -119,13 +134,18 @@ def _size(value: Any) -> int:
     return len(json.dumps(value, ensure_ascii=False).encode())
 
 
-def summarize(label: str, rec: Recording, text: str, seconds: float) -> dict[str, Any]:
+def summarize(
+    label: str, rec: Recording, text: str, seconds: float, arrivals: list[float] | None = None
+) -> dict[str, Any]:
     """Streaming figures: the message that carries a final HTML op counts as a flush at the
-    message's end, and only its other bytes count as streaming bytes."""
-    streaming = [t for t, _, final in rec.sizes if not final]
-    every = [t for t, _, _ in rec.sizes]
-    streaming_bytes = sum(size for _, size, _ in rec.sizes)
-    final_bytes = sum(final for _, _, final in rec.sizes)
+    message's end, and only its other bytes count as streaming bytes. ``arrivals``: when
+    each token arrived (simulated runs), for the lag."""
+    streaming = [t for t, _, final, _ in rec.sizes if not final]
+    every = [t for t, _, _, _ in rec.sizes]
+    streaming_bytes = sum(size for _, size, _, _ in rec.sizes)
+    final_bytes = sum(final for _, _, final, _ in rec.sizes)
+    flowing = [t for t, _, _, chars in rec.sizes if chars]
+    span = flowing[-1] - flowing[0] if len(flowing) > 1 else 0.0
     return {
         "label": label,
         "messages": len(rec.sizes),
@@ -134,17 +154,42 @@ def summarize(label: str, rec: Recording, text: str, seconds: float) -> dict[str
         "final_html_ratio": final_bytes / len(text),
         "flushes_per_s": max_per_second(streaming),
         "flushes_per_s_all": max_per_second(every),
+        "updates_per_s": (len(flowing) - 1) / span if span else 0.0,
+        "max_gap_s": max((b - a for a, b in itertools.pairwise(flowing)), default=0),
+        "lag_ms": 1000 * mean_lag(rec, text, arrivals) if arrivals else None,
         "seconds": seconds,
     }
 
 
-def ours_simulated(n: int, rate: float) -> dict[str, Any]:
+def mean_lag(rec: Recording, text: str, arrivals: list[float]) -> float:
+    """Mean time from a token's arrival to the message that carries its last character."""
+    pieces = tokens(len(arrivals))
+    sent = [(t, chars) for t, _, _, chars in rec.sizes if chars]
+    total = lag = 0.0
+    done = m = 0
+    cumulative = 0
+    for arrival, piece in zip(arrivals, pieces, strict=True):
+        cumulative += len(piece)
+        while done < cumulative:
+            done += sent[m][1]
+            m += 1
+        lag += sent[m - 1][0] - arrival
+        total += 1
+    return lag / total
+
+
+def ours_simulated(
+    n: int, rate: float, *, min_chars: int | None = None, max_delay: float | None = None
+) -> dict[str, Any]:
     fake = FakeTime()
     rec = Recording(lambda: fake.now)
     try:
         view = AgentView(HEADER, prompt=None)
-        view._outbox.clock = lambda: fake.now
-        view._outbox.schedule = fake.schedule
+        outbox = view._outbox
+        outbox.clock = lambda: fake.now
+        outbox.schedule = fake.schedule
+        outbox.min_chars = outbox.min_chars if min_chars is None else min_chars
+        outbox.max_delay = outbox.max_delay if max_delay is None else max_delay
         view.display()  # no IPython shell: only flushes the header
         rec.sizes.clear()
         pieces = tokens(n)
@@ -154,9 +199,9 @@ def ours_simulated(n: int, rate: float) -> dict[str, Any]:
             fake.advance(i / rate)
             view(event)
         elapsed = time.perf_counter() - started
-        return summarize(
-            f"this view, {rate:,.0f} tokens/s (simulated clock)", rec, "".join(pieces), elapsed
-        )
+        arrivals = [(i + 2) / rate for i in range(n)]  # after MessageStart and TextStart
+        label = f"this view, {rate:,.0f} tokens/s (simulated clock)"
+        return summarize(label, rec, "".join(pieces), elapsed, arrivals)
     finally:
         rec.close()
 
@@ -220,33 +265,56 @@ def envelope_bytes() -> int:
     return sum(len(json_packer(p)) for p in parts)
 
 
+def sweep(n: int) -> None:
+    """Bytes/text, updates a second and lag for each (min_chars, max_delay) and rate."""
+    rates = (30, 100, 300, 1_000)
+    print(f"{n:,} tokens; per rate: bytes/text, updates/s, mean lag ms\n")
+    print(f"{'chars':>5} {'delay':>5}  " + "  ".join(f"{r:>5,} tok/s {'':>10}" for r in rates))
+    for min_chars in (32, 64, 96, 128, 192, 256):
+        for max_delay in (0.2, 0.25, 0.33):
+            cells = []
+            for rate in rates:
+                r = ours_simulated(n, rate, min_chars=min_chars, max_delay=max_delay)
+                cells.append(f"{r['ratio']:5.2f} {r['updates_per_s']:5.1f} {r['lag_ms']:5.0f}")
+            print(f"{min_chars:>5} {max_delay:>5}  " + "    ".join(cells))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tokens", type=int, default=20_000)
+    parser.add_argument("--sweep", action="store_true", help="measure the throttle's knobs")
     args = parser.parse_args()
     n = args.tokens
+    if args.sweep:
+        sweep(n)
+        return
     text_chars = len("".join(tokens(n)))
     envelope = envelope_bytes()
     runs = [
         ours_simulated(n, 100),
         ours_simulated(2 * n, 100),
+        ours_simulated(n, 30),
         ours_simulated(n, 1_000),
         ours_real_loop(n),
         naive(n),
     ]
     runs[1]["label"] += f" [{2 * n:,} tokens]"
+    peer = runs[-1]
     print(f"{n:,} tokens, {text_chars:,} characters; Jupyter envelope ~{envelope} bytes/message\n")
     print(
-        f"{'run':<58} {'messages':>9} {'bytes':>13} {'/text':>9} {'wire/text':>10} {'max/s':>6} {'time s':>7}"
+        f"{'run':<58} {'messages':>9} {'bytes':>13} {'/text':>9} {'wire/text':>10} {'max/s':>6}"
+        f" {'upd/s':>6} {'gap s':>6} {'lag ms':>6} {'time s':>7}"
     )
     for r in runs:
         chars = text_chars * (2 if "[" in r["label"] else 1)
         wire = (r["bytes"] + envelope * r["messages"]) / chars
+        lag = "-" if r["lag_ms"] is None else f"{r['lag_ms']:.0f}"
+        feel = f"{r['updates_per_s']:>6.1f} {r['max_gap_s']:>6.3f}" if r is not peer else " " * 13
         print(
             f"{r['label']:<58} {r['messages']:>9,} {r['bytes']:>13,} {r['ratio']:>9.3f} "
-            f"{wire:>10.3f} {r['flushes_per_s']:>6} {r['seconds']:>7.2f}"
+            f"{wire:>10.3f} {r['flushes_per_s']:>6} {feel} {lag:>6} {r['seconds']:>7.2f}"
         )
-    slow, double, fast, loop, peer = runs
+    slow, double, slowest, fast, loop, _ = runs
     print(
         "\n/text: streaming bytes (comm data) per character of the reply; wire/text adds the "
         "envelope;\nmax/s: most streaming messages in any 1 s (the flush at a message's end "
@@ -264,7 +332,13 @@ def main() -> None:
         "token_rate_per_s": 100,
         "messages": slow["messages"],
         "naive_messages": peer["messages"],
+        "updates_per_s_while_streaming": round(slow["updates_per_s"], 2),
+        "max_gap_between_updates_s": round(slow["max_gap_s"], 3),
+        "mean_token_lag_ms": round(slow["lag_ms"], 1),
+        "bytes_ratio_to_text_30_tok_s": round(slowest["ratio"], 3),
+        "updates_per_s_30_tok_s": round(slowest["updates_per_s"], 2),
         "bytes_ratio_to_text_1000_tok_s": round(fast["ratio"], 3),
+        "max_flushes_per_s_1000_tok_s": fast["flushes_per_s"],
         "bytes_ratio_to_text_real_loop": round(loop["ratio"], 3),
         "bytes_growth_doubled_reply": round(double["bytes"] / slow["bytes"], 3),
         "final_html_ratio_to_text": round(slow["final_html_ratio"], 3),

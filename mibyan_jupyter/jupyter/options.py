@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import dataclass
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from IPython.core.error import UsageError

@@ -20,6 +20,7 @@ from mibyan_jupyter.jupyter.transform import agent_cell_transformer
 @pytest.fixture
 def shell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[InteractiveShell]:
     monkeypatch.setenv("MIBYAN_DB", str(tmp_path / "sessions.sqlite3"))
+    monkeypatch.setenv("MIBYAN_DEMO_DELAY", "0")
     for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "JPY_SESSION_NAME"):
         monkeypatch.delenv(key, raising=False)
     monkeypatch.chdir(tmp_path)
@@ -58,7 +59,9 @@ def test_transformer_leaves_help_and_other_cells_alone(first: str) -> None:
     assert agent_cell_transformer(lines) == lines
 
 
-def test_help_lists_every_option(shell: InteractiveShell, capsys: pytest.CaptureFixture[str]) -> None:
+def test_help_lists_every_option(
+    shell: InteractiveShell, capsys: pytest.CaptureFixture[str]
+) -> None:
     shell.run_cell("%%agent --help\nanything\n")
     out = capsys.readouterr().out
     for option in (
@@ -67,7 +70,8 @@ def test_help_lists_every_option(shell: InteractiveShell, capsys: pytest.Capture
     ):  # fmt: skip
         assert option in out, option
     doc = shell.magics_manager.magics["cell"]["agent"].__doc__
-    assert doc is not None and "--tool-mode" in doc  # what %%agent? shows
+    assert doc is not None
+    assert "--tool-mode" in doc
 
 
 @pytest.mark.parametrize(
@@ -84,9 +88,7 @@ def test_help_lists_every_option(shell: InteractiveShell, capsys: pytest.Capture
         ("--system 'unclosed", "cannot read the options"),
     ],
 )
-def test_bad_options_say_what_is_allowed(
-    shell: InteractiveShell, line: str, message: str
-) -> None:
+def test_bad_options_say_what_is_allowed(shell: InteractiveShell, line: str, message: str) -> None:
     with pytest.raises(AgentUsageError, match=message):
         parse_cell_line(line, extension.active_defaults())
     result = shell.run_cell(f"%%agent {line}\nhello\n")
@@ -150,7 +152,8 @@ def test_line_magic_help_and_unknown_command(
 
 def test_models_and_config_are_tables(shell: InteractiveShell) -> None:
     models = shell.run_line_magic("agent", "models")
-    assert "demo" in repr(models) and "OPENAI_API_KEY" in repr(models)
+    assert "demo" in repr(models)
+    assert "OPENAI_API_KEY" in repr(models)
     config = shell.run_line_magic("agent", "config")
     bundle = config._repr_mimebundle_()
     assert "c.AgentMagics.max_turns" in bundle["text/html"]
@@ -159,7 +162,8 @@ def test_models_and_config_are_tables(shell: InteractiveShell) -> None:
 
 def test_policy_set_persists_as_always_and_reset_forgets(shell: InteractiveShell) -> None:
     table = shell.run_line_magic("agent", "policy set run_python allow")
-    assert "run_python" in repr(table) and "always" in repr(table)
+    assert "run_python" in repr(table)
+    assert "always" in repr(table)
     from mibyan_jupyter.jupyter.state import kernel_state
 
     assert kernel_state().store().always_rules() == {"run_python": True}
@@ -174,3 +178,66 @@ def test_unknown_session_is_a_usage_error(shell: InteractiveShell) -> None:
         shell.run_line_magic("agent", "resume nosuchsession")
     with pytest.raises(UsageError, match="no session yet"):
         shell.run_line_magic("agent", "resume last")
+
+
+def _one_session() -> str:
+    from mibyan_jupyter.jupyter.state import kernel_state
+
+    (info,) = kernel_state().store().list()
+    return info.id
+
+
+def test_a_cell_runs_through_the_transformer_and_successive_cells_are_one_session(
+    shell: InteractiveShell,
+) -> None:
+    result = shell.run_cell("%%agent --model demo --tools none\nHello there\n")
+    assert result.error_in_exec is None, result.error_in_exec
+    result = shell.run_cell("%%agent --tools none\nAnd again\n")
+    assert result.error_in_exec is None, result.error_in_exec
+    session = _one_session()
+    from mibyan_jupyter.jupyter.state import kernel_state
+    from mibyan_jupyter.store.records import load_messages
+
+    messages = load_messages(kernel_state().store().db, session)
+    assert [m.role for m in messages] == ["user", "assistant", "user", "assistant"]
+    assert "And again" in str(messages[2].content)
+
+
+def test_the_real_cell_magic_runs_headless_and_the_policy_decides(
+    shell: InteractiveShell,
+) -> None:
+    shell.run_cell_magic(
+        "agent", "--model demo --tools python", "Use run_python:\n```python\nprint(1)\n```"
+    )
+    from mibyan_jupyter.jupyter.state import kernel_state
+
+    rows = (
+        kernel_state()
+        .store()
+        .db.conn.execute("SELECT name, decision, decided_by FROM tool_calls")
+        .fetchall()
+    )
+    assert rows == [("run_python", "denied", "policy")]
+
+
+def test_session_commands_after_a_run(shell: InteractiveShell, tmp_path: Path) -> None:
+    shell.run_cell("%%agent --model demo --tools none\nabout pineapples\n")
+    session = _one_session()
+    listing = repr(shell.run_line_magic("agent", "sessions"))
+    assert session[:8] in listing
+    assert "about pineapples" in listing
+    hits = shell.run_line_magic("agent", "sessions --search pineapples")
+    assert "<mark>" in hits._repr_html_()
+    assert session[:8] in repr(shell.run_line_magic("agent", "status"))
+    shell.run_line_magic("agent", f"export {session[:8]} out.ipynb")
+    shell.run_line_magic("agent", "export current out.md")
+    assert "pineapples" in (tmp_path / "out.md").read_text()
+    import nbformat
+
+    nbformat.validate(nbformat.read(tmp_path / "out.ipynb", as_version=4))
+    shell.run_line_magic("agent", "fork current --at 1")
+    from mibyan_jupyter.jupyter.state import kernel_state
+
+    assert len(kernel_state().store().list()) == 2
+    shell.run_line_magic("agent", f"delete {session}")
+    assert session not in [i.id for i in kernel_state().store().list()]

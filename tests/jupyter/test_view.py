@@ -102,7 +102,7 @@ async def test_a_real_run_streams_ops_in_order(recorder: Recorder) -> None:
     view.finish(agent.state.messages, status="completed")
 
     batches = recorder.batches()
-    assert [b["seq"] for b in batches] == list(range(len(batches)))
+    assert [b[0] for b in batches] == list(range(len(batches)))
     kinds = recorder.kinds()
     assert kinds[:2] == ["header", "user"]  # the prompt once, not again from its event
     assert kinds.count("user") == 1
@@ -163,7 +163,7 @@ def test_structural_ops_flush_pending_text_first(recorder: Recorder) -> None:
     view(events[3])  # within the interval: held
     assert recorder.streamed("text", "a1") == "Checking "
     view(update(ToolCallStart(index=0, id="c9", name="search")))
-    last = recorder.batches()[-1]["ops"]
+    last = recorder.unpacked()[-1]
     assert [op["op"] for op in last] == ["text", "tool"]
     assert last[0]["text"] == "now "
 
@@ -371,7 +371,7 @@ def test_rendered_replays_what_the_front_end_missed(recorder: Recorder) -> None:
     view.show_notice("one")
     view.show_notice("two")
     sent = recorder.batches()
-    assert [b["seq"] for b in sent] == [0, 1, 2]
+    assert [b[0] for b in sent] == [0, 1, 2]
     click(view, {"type": "rendered", "next": 1})
     assert recorder.batches()[3:] == sent[1:]
     click(view, {"type": "rendered", "next": 3})

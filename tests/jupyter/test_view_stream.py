@@ -5,6 +5,7 @@ test that checks the real asyncio timer."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 
 import pytest
@@ -54,17 +55,18 @@ def stream(recorder: Recorder, n: int, rate: float) -> tuple[str, list[float], i
     """Stream an ``n``-token reply at ``rate`` tokens/s through a new view. Returns the
     text, the times of the messages sent while streaming, their bytes, and the bytes of
     the one message-end HTML op (counted apart: it is the reply rendered once)."""
+    recorder.sent.clear()
     fake = FakeTime()
     view = timed_view(recorder, fake, prompt=None)
     view.display()
-    recorder.sent.clear()
+    before = len(recorder.custom())  # the header
     pieces = tokens(n)
     for i, event in enumerate(reply_events(pieces)):
         fake.advance(i / rate)
         view(event)
     text = "".join(pieces)
     assert recorder.streamed("text", "a1") == text
-    custom = recorder.custom()
+    custom = recorder.custom()[before:]
     final_bytes = Sent(0, "", recorder.ops("final")[0]).size
     return text, [s.at for s in custom], sum(s.size for s in custom) - final_bytes, final_bytes
 
@@ -72,25 +74,56 @@ def stream(recorder: Recorder, n: int, rate: float) -> tuple[str, list[float], i
 def test_bytes_grow_linearly_and_flushes_stay_under_20_per_s(recorder: Recorder) -> None:
     """100 tokens/s, a typical hosted model: 20,000 tokens take 200 simulated seconds."""
     text, times, sent, final = stream(recorder, 20_000, rate=100)
-    recorder.sent.clear()
     text2, _, sent2, _ = stream(recorder, 40_000, rate=100)
     growth = (sent2 / len(text2)) / (sent / len(text))
     assert 1 / 1.3 <= growth <= 1.3  # doubling the reply doubles the bytes
     # Streaming messages (all but the one at the message end) at most 20 in any second.
     assert max_per_window(times[:-1]) <= 20
     assert max_per_window(times) <= 21  # + the flush at the message's end
-    assert len(times) <= 20 * 200 + 2
+    # ~450 characters a second: a message each 0.25 s, so the stream costs <= 1.5x its text.
+    assert sent / len(text) <= 1.5
+    assert 4 * 200 - 2 <= len(times) <= 4 * 200 + 2
     # Each message costs its text plus a constant (the op's JSON), never the text so far.
     per_message_overhead = (sent - len(text)) / len(times)
-    assert per_message_overhead < 100
+    assert per_message_overhead < 50
     assert final < 1.3 * len(text)  # the sanitized HTML, once
 
 
+def test_flowing_text_is_shown_at_least_4_times_a_second(recorder: Recorder) -> None:
+    """30 tokens/s, a slow model: ~135 characters a second never fill a message, yet no
+    update comes more than 0.25 s after the one before while the text flows."""
+    text, times, sent, _ = stream(recorder, 600, rate=30)  # 20 s
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    assert max(gaps) <= 0.25 + 1e-6
+    assert max_per_window(times[:-1]) <= 5  # fewer, fuller messages than 20 a second
+    assert sent / len(text) <= 2.5
+
+
+def test_a_faster_stream_flushes_as_soon_as_a_message_is_full(recorder: Recorder) -> None:
+    """300 tokens/s (~1,350 characters a second): a timed flush goes out once 128
+    characters wait, sooner than the 0.25 s of a slow stream, at most 20 a second."""
+    fake = FakeTime()
+    view = timed_view(recorder, fake, prompt=None)
+    view.display()
+    pieces = tokens(3_000)
+    for i, event in enumerate(reply_events(pieces)):
+        fake.advance(i / 300)
+        view(event)
+    texts = [op["text"] for op in recorder.ops("text")]
+    times = [s.at for s in recorder.custom()]
+    assert "".join(texts) == "".join(pieces)
+    inner = texts[1:-1]  # not the leading edge nor the message end
+    assert min(map(len, inner)) >= 128 - 16  # full, but for a word held back
+    assert max(map(len, inner)) <= 128 + 16
+    assert 8 <= len(times) / 10 <= 12  # ~10.5 a second
+    assert max_per_window(times[:-1]) <= 20
+
+
 def test_bytes_close_to_the_text_for_a_fast_stream(recorder: Recorder) -> None:
-    """At 2,000 tokens/s (a fast provider) a flush carries ~450 characters: the ops'
-    JSON adds little, so the whole stream stays under 1.5x the text."""
+    """At 2,000 tokens/s (a fast provider) a flush carries ~450 characters: the batch's
+    JSON adds ~10%, 20 times a second."""
     text, times, sent, _ = stream(recorder, 20_000, rate=2_000)
-    assert sent / len(text) <= 1.5
+    assert sent / len(text) <= 1.15
     assert max_per_window(times[:-1]) <= 20
 
 
@@ -101,15 +134,15 @@ def test_without_a_loop_text_waits_for_the_next_event(recorder: Recorder) -> Non
     view = AgentView(HEADER, prompt=None)
     view._outbox.clock = fake.clock  # the default scheduler: no loop, no timer
     recorder.clock = fake.clock
-    for i, event in enumerate(reply_events(["a "] * 30)):
+    for i, event in enumerate(reply_events(["a "] * 60)):
         fake.now = i * 0.01
         view(event)
         if i == 10:
             assert not fake.timers
     times = [s.at for s in recorder.custom()]
-    assert times[:3] == pytest.approx([0.02, 0.07, 0.12])  # the events past each interval
+    assert times[:3] == pytest.approx([0.02, 0.27, 0.52])  # the events past each max delay
     assert max_per_window(times[:-1]) <= 20
-    assert recorder.streamed("text", "a1") == "a " * 30
+    assert recorder.streamed("text", "a1") == "a " * 60
 
 
 async def test_the_real_loop_timer_throttles(recorder: Recorder) -> None:
@@ -120,7 +153,7 @@ async def test_the_real_loop_timer_throttles(recorder: Recorder) -> None:
     for event in events[:-1]:
         view(event)
         await asyncio.sleep(0.001)
-    await asyncio.sleep(0.06)  # the last timer
+    await asyncio.sleep(0.3)  # the last timer, at most 0.25 s after the last flush
     elapsed = time.monotonic() - started
     times = [s.at for s in recorder.custom()]
     assert recorder.streamed("text", "a1") == "word " * 400  # complete before the end event

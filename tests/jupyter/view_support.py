@@ -42,21 +42,22 @@ class Recorder:
     clock: Callable[[], float] = lambda: 0.0
     on_custom: Callable[[dict[str, Any]], None] | None = None
 
-    def batches(self) -> list[dict[str, Any]]:
-        """The view's custom messages (``{"seq", "ops"}``), in order."""
-        return [
-            s.data["content"]
-            for s in self.sent
-            if s.msg_type == "comm_msg" and s.data.get("method") == "custom"
-        ]
+    def batches(self) -> list[list[Any]]:
+        """The view's custom messages (``[seq, op, ...]``) as sent, in order."""
+        return [s.data["content"] for s in self.custom()]
 
     def custom(self) -> list[Sent]:
         return [
             s for s in self.sent if s.msg_type == "comm_msg" and s.data.get("method") == "custom"
         ]
 
+    def unpacked(self) -> list[list[dict[str, Any]]]:
+        """The ops of each batch a front end applies, as objects (see :func:`unpack`)."""
+        cursor = Cursor()
+        return [ops for batch in self.batches() if (ops := unpack(batch, cursor)) is not None]
+
     def ops(self, kind: str | None = None) -> list[dict[str, Any]]:
-        ops = [op for batch in self.batches() for op in batch["ops"]]
+        ops = [op for batch in self.unpacked() for op in batch]
         return ops if kind is None else [op for op in ops if op["op"] == kind]
 
     def kinds(self) -> list[str]:
@@ -68,6 +69,32 @@ class Recorder:
     def everything(self) -> str:
         """Every message sent, as one JSON text (to look for what must never be sent)."""
         return "\n".join(json.dumps(s.data, ensure_ascii=False) for s in self.sent)
+
+
+@dataclass
+class Cursor:
+    next: int = 0
+    target: tuple[str, str] | None = None
+
+
+def unpack(batch: Any, cursor: Cursor) -> list[dict[str, Any]] | None:
+    """What ``unpack`` in static/view.js does (test_view_wire.py runs both on the same
+    batches): the batch's ops as objects, a delta as ``{"op": kind, "id", "text"}``; ``None``
+    when it is not the batch ``cursor`` expects."""
+    if not isinstance(batch, list) or not batch or batch[0] != cursor.next:
+        return None
+    cursor.next += 1
+    ops: list[dict[str, Any]] = []
+    for item in batch[1:]:
+        if isinstance(item, str):
+            if cursor.target is not None:
+                ops.append({"op": cursor.target[0], "id": cursor.target[1], "text": item})
+        elif isinstance(item, list):
+            cursor.target = (item[0], item[1])
+            ops.append({"op": item[0], "id": item[1], "text": item[2]})
+        elif isinstance(item, dict):
+            ops.append(item)
+    return ops
 
 
 def record_comms(monkeypatch: pytest.MonkeyPatch) -> Recorder:

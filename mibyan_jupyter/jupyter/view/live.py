@@ -22,7 +22,7 @@ from mibyan_jupyter.core.approval import Approved, Decision, Denied, Scope
 from mibyan_jupyter.core.events import AgentEvent
 from mibyan_jupyter.core.messages import Message
 from mibyan_jupyter.jupyter.view.header import ViewHeader
-from mibyan_jupyter.jupyter.view.outbox import Outbox
+from mibyan_jupyter.jupyter.view.outbox import INTERVAL, Outbox
 from mibyan_jupyter.jupyter.view.transcript import render_transcript
 from mibyan_jupyter.jupyter.view.translate import EventOps, RiskNote
 from mibyan_jupyter.jupyter.view.widget import AgentWidget
@@ -40,7 +40,7 @@ class AgentView:
         *,
         prompt: str | None,
         risk_note: RiskNote | None = None,
-        flush_interval: float = 0.05,
+        flush_interval: float = INTERVAL,
     ) -> None:
         self._header = header
         self._widget = AgentWidget()

@@ -1,18 +1,39 @@
-"""The kernel side of the view's wire: ops in order, in batches, at most ~20 a second.
+"""The kernel side of the view's wire: ops in order, in batches, few and full.
 
 Why batches of ops over custom messages, never a synced trait: a trait set per token
 re-sends the whole text each time (quadratic bytes, a lagging page; DESIGN.md measured 99.5
-MB for a 98 KB reply). Here a text delta is appended to the pending batch (consecutive
-deltas of the same element are joined into one op) and the batch goes out at most once per
-``interval``: at the leading edge when the stream has been quiet, else from one timer on the
-running asyncio loop (with no running loop, at the next event after the interval, or at the
-next forced flush). Any other op (a tool card, an approval, a message's final HTML) forces a
-flush, so the front end sees everything in the order it happened.
+MB for a 98 KB reply). Here text deltas are appended to the pending batch (consecutive
+deltas of one element are joined into one op) and sent by an adaptive throttle:
 
-Every batch is ``{"seq": n, "ops": [...]}`` and is kept: custom messages sent before the
-front end has loaded the view's module are lost, so the front end says which ``seq`` it
-expects when it renders and :meth:`Outbox.replay` sends the batches from there (it drops any
-batch that is not the next one, so a replay never applies twice).
+* never two timed flushes less than ``interval`` apart (at most 20 a second);
+* a timed flush waits until ``min_chars`` characters are pending, or until ``max_delay``
+  has passed since text last went out (so text that flows is shown at least 4 times a
+  second, and after a quiet spell the first delta goes out at once). Each message costs
+  ~40 bytes on top of its text (and ~480 more of Jupyter's own envelope), so a slow stream
+  sends fewer, fuller messages: bench/stream_wire.py measures the choice of 128 characters
+  and 0.25 s. A timed flush with no text to send (all held back, see below) sends nothing:
+  structural ops queued with ``now=False`` ride along with the next text;
+* any other op (a tool card, an approval, a message's end) flushes as soon as the code that
+  emits events yields to the loop, with everything pending before it, so the front end sees
+  everything in the order it happened.
+
+Timers run on the running asyncio loop; with no running loop the throttle is checked at
+the next event (or at the next forced flush).
+
+The wire, built for the hot path (a batch is JSON inside a Jupyter comm message):
+``[seq, op, ...]``, where an op is one of
+
+* a string: text appended to the element the previous delta went to (the common case: a
+  reply streaming costs its text, two quotes and a comma);
+* ``[kind, id, text]``: text appended to element ``id`` (``kind`` is "text", "thinking" or
+  "args"), which becomes the target of the strings that follow;
+* an object ``{"op": name, ...}``: a structural op, readable (rarer, and not worth a code).
+
+The target carries over from batch to batch: that is sound because every front end applies
+every batch, in order, from ``seq`` 0 (it drops a batch that is not the next one). Custom
+messages sent before the front end has loaded the view's module are lost, so the front end
+says which ``seq`` it expects when it renders and :meth:`Outbox.replay` sends the batches
+from there; the front end's target then is what it was when the kernel built that batch.
 
 Secrets: every string is redacted before it is sent. A key streamed in pieces would be cut
 by a flush and reach the page in two halves that no redaction matches, so a timed flush
@@ -34,13 +55,21 @@ from typing import Any, TypeAlias
 from mibyan_jupyter.secrets import REDACT
 
 Op: TypeAlias = dict[str, Any]
-Send: TypeAlias = Callable[[Op], None]
+"""A structural op: ``{"op": name, ...}``."""
+Batch: TypeAlias = list[Any]
+"""``[seq, op, ...]`` where an op is an :data:`Op`, ``[kind, id, text]`` or a string."""
+Send: TypeAlias = Callable[[Batch], None]
 Cancel: TypeAlias = Callable[[], None]
 Scheduler: TypeAlias = Callable[[float, Callable[[], None]], Cancel | None]
 """``schedule(delay, fn)`` runs ``fn`` later and returns a cancel function, or ``None``
 when it cannot (no running loop): the outbox then flushes at the next event instead."""
 
+INTERVAL = 0.05
+MAX_DELAY = 0.25
+MIN_CHARS = 128
 _SPACE = re.compile(r"\s")
+_EARLY = 1e-6
+"""Slack for float sums: 0.02 + 0.05 may land a hair past 0.07."""
 
 
 def loop_scheduler(delay: float, fn: Callable[[], None]) -> Cancel | None:
@@ -70,20 +99,31 @@ class Outbox:
         self,
         send: Send,
         *,
-        interval: float = 0.05,
+        interval: float = INTERVAL,
+        max_delay: float = MAX_DELAY,
+        min_chars: int = MIN_CHARS,
         clock: Callable[[], float] = time.monotonic,
         schedule: Scheduler = loop_scheduler,
     ) -> None:
         self._send = send
         self.interval = interval
+        self.max_delay = max(max_delay, interval)
+        self.min_chars = min_chars
         self.clock = clock
         self.schedule = schedule
         self._pending: list[Op | tuple[str, str]] = []
         """Ops, and (kind, id) keys of delta streams, in the order they happened."""
+        self._pending_chars = 0
+        """Characters of deltas added since the last flush."""
         self._streams: dict[tuple[str, str], _Stream] = {}
-        self._sent: list[Op] = []
-        self._last_flush = -float("inf")
+        self._target: tuple[str, str] | None = None
+        """The delta stream that a string op appends to, as the front end sees it."""
+        self._sent: list[Batch] = []
+        self._last_text = -float("inf")
+        """When a message last carried streamed text: the throttle counts from there, so
+        the first text after a structural op (which flushes at once) is not kept waiting."""
         self._cancel_timer: Cancel | None = None
+        self._timer_due = float("inf")
         self._soon_scheduled = False
         self._lock = threading.RLock()
         self.closed = False
@@ -125,6 +165,7 @@ class Outbox:
             if not self._pending or self._pending[-1] != key:
                 self._pending.append(key)
             stream.parts.append(text)
+            self._pending_chars += len(text)
             self._throttle()
 
     def end_stream(self, kind: str, ident: str) -> None:
@@ -151,40 +192,56 @@ class Outbox:
             self._flush()
 
     def _throttle(self) -> None:
-        if self._cancel_timer is not None:
-            return
-        wait = self._last_flush + self.interval - self.clock()
-        if wait <= 1e-6:  # due (a float sum like 0.02 + 0.05 may land a hair past 0.07)
-            self._flush()
-        else:
-            self._cancel_timer = self.schedule(wait, self._timer)
+        """Flush now if due, else make sure one timer fires when it is due."""
+        full = self._pending_chars >= self.min_chars
+        due = self._last_text + (self.interval if full else self.max_delay)
+        now = self.clock()
+        if due - now <= _EARLY:
+            self._flush(timed=True)
+        elif due < self._timer_due:  # no timer yet, or one set before the text grew
+            if self._cancel_timer is not None:
+                self._cancel_timer()
+            self._cancel_timer = self.schedule(due - now, self._timer)
+            self._timer_due = due if self._cancel_timer is not None else float("inf")
 
     def _timer(self) -> None:
         with self._lock:
             self._cancel_timer = None
-            self._flush()
+            self._timer_due = float("inf")
+            self._flush(timed=True)
 
-    def _flush(self) -> None:
+    def _flush(self, *, timed: bool = False) -> None:
+        """Send what is pending. A ``timed`` flush (the throttle's) sends only if it has
+        text to send (not all held back): else the structural ops queued with ``now=False``
+        wait for the text or a forced flush, and no message is spent on them."""
         if self._cancel_timer is not None:
             self._cancel_timer()
             self._cancel_timer = None
+            self._timer_due = float("inf")
+        self._pending_chars = 0
         if not self._pending or self.closed:
             return
-        ops: list[Op] = []
+        batch: Batch = [len(self._sent)]
+        texts = 0
         for item in self._pending:
             if isinstance(item, dict):
-                ops.append(REDACT.scrub(item))
-            else:
-                stream = self._streams.get(item)
-                text = self._take(stream) if stream is not None else ""
-                if text:
-                    ops.append({"op": item[0], "id": item[1], "text": REDACT(text)})
-        self._pending = []
-        if not ops:
+                batch.append(REDACT.scrub(item))
+                continue
+            stream = self._streams.get(item)
+            text = REDACT(self._take(stream)) if stream is not None else ""
+            if text:
+                batch.append(text if item == self._target else [item[0], item[1], text])
+                self._target = item
+                texts += 1
+        if timed and not texts:  # only structural ops: they wait (see the docstring)
+            self._pending = [item for item in self._pending if isinstance(item, dict)]
             return
-        batch: Op = {"seq": len(self._sent), "ops": ops}
+        self._pending = []
+        if len(batch) == 1:
+            return
         self._sent.append(batch)
-        self._last_flush = self.clock()
+        if texts:
+            self._last_text = self.clock()
         self._send(batch)
 
     @staticmethod

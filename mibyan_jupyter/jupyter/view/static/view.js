@@ -1,9 +1,12 @@
 // The live view of a %%agent cell (anywidget front end; the wire is described in
 // mibyan_jupyter/jupyter/view/outbox.py).
 //
-// The kernel sends batches {seq, ops}. They are applied strictly in order: a batch that is
-// not the next one is dropped, and render() tells the kernel which seq it expects, so the
-// kernel replays what was sent before this module was loaded.
+// The kernel sends batches [seq, op, ...]. They are applied strictly in order: a batch that
+// is not the next one is dropped, and render() tells the kernel which seq it expects, so the
+// kernel replays what was sent before this module was loaded. An op is a structural object
+// {op, ...}; or a delta [kind, id, text], which appends text to an element and makes it the
+// target; or a bare string, which appends to that target (kept from batch to batch: every
+// batch is applied, in order, from seq 0).
 //
 // Model and tool output is untrusted. It reaches the page only as text (text nodes,
 // textContent), with two exceptions: a finished message's HTML, which the kernel sanitized
@@ -24,6 +27,25 @@ function button(className, label, look) {
   return node;
 }
 
+// The ops of `batch` as objects ({op: kind, id, text} for a delta), or null when it is not
+// the batch `cursor` ({next, target}) expects. Pure, so it can be tested without a page.
+export function unpack(batch, cursor) {
+  if (!Array.isArray(batch) || batch[0] !== cursor.next) return null;
+  cursor.next += 1;
+  const ops = [];
+  for (const item of batch.slice(1)) {
+    if (typeof item === "string") {
+      if (cursor.target) ops.push({ op: cursor.target[0], id: cursor.target[1], text: item });
+    } else if (Array.isArray(item)) {
+      cursor.target = [item[0], item[1]];
+      ops.push({ op: item[0], id: item[1], text: item[2] });
+    } else if (item && typeof item === "object") {
+      ops.push(item);
+    }
+  }
+  return ops;
+}
+
 function render({ model, el }) {
   const root = make("div", "mibyan-view");
   root.dataset.status = "running";
@@ -42,7 +64,7 @@ function render({ model, el }) {
   const messages = new Map(); // assistant message id -> its elements
   const tools = new Map(); // tool call id -> its card's elements
   const bars = new Map(); // budget name -> its bar's elements
-  let next = 0;
+  const cursor = { next: 0, target: null }; // the next seq expected, the deltas' target
 
   stop.addEventListener("click", () => {
     stop.disabled = true;
@@ -252,9 +274,8 @@ function render({ model, el }) {
   };
 
   function onMessage(msg) {
-    if (!msg || msg.seq !== next || !Array.isArray(msg.ops)) return;
-    next += 1;
-    for (const op of msg.ops) {
+    const ops = unpack(msg, cursor);
+    for (const op of ops || []) {
       if (!Object.hasOwn(apply, op.op)) continue;
       try {
         apply[op.op](op);
@@ -265,7 +286,7 @@ function render({ model, el }) {
   }
 
   model.on("msg:custom", onMessage);
-  model.send({ type: "rendered", next });
+  model.send({ type: "rendered", next: cursor.next });
   return () => model.off("msg:custom", onMessage);
 }
 
