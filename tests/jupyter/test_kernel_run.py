@@ -145,3 +145,25 @@ def test_a_queued_cell_reaches_the_running_agent_and_is_not_run_twice(
     assert "mibyan-queued-note" in second.text()
     count = kernel.query("SELECT count(*) FROM messages WHERE role = 'user'")[0][0]
     assert count == 2
+
+
+def test_always_is_saved_and_honoured_by_later_cells_and_sessions(kernel: KernelDriver) -> None:
+    execution = kernel.execute(RUN_PYTHON_CELL)
+    answered: set[str] = set()
+
+    def waiting() -> bool:
+        _render_views(kernel, answered)
+        return bool(kernel.awaiting_approval())
+
+    kernel.wait(waiting, 30, "an approval to be asked")
+    (call_id,) = kernel.awaiting_approval()
+    (view,) = kernel.view_comms()
+    kernel.send_custom(
+        view, {"type": "decision", "call_id": call_id, "action": "approve", "scope": "always"}
+    )
+    kernel.wait(lambda: execution.idle, 30, "the first run")
+    assert kernel.query("SELECT tool, approved FROM approval_rules") == [("run_python", 1)]
+    later = kernel.run(RUN_PYTHON_CELL.replace("--tools python", "--tools python --session new"))
+    assert (later.reply or {}).get("status") == "ok"
+    decisions = kernel.query("SELECT decision, decided_by, scope FROM tool_calls ORDER BY rowid")
+    assert decisions == [("approved", "user", "always"), ("approved", "policy", "always")]
