@@ -112,7 +112,7 @@ def demo_reply(request: ModelRequest) -> Reply:
     if request.tool_choice == "none" or not request.tools:
         return Reply(
             thinking="No tools to use here; I will answer directly.",
-            text=f"You said: **{_preview(prompt, 200)}**\n\nI am the demo model, so I can only "
+            text=f"You said: **{_preview(prompt.strip(), 200)}**\n\nI am the demo model, so I can only "
             "echo and use the tools I am given. Set a provider key for real answers.",
         )
     specs = _pick_tools(request, prompt)
