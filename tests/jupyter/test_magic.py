@@ -241,3 +241,36 @@ def test_session_commands_after_a_run(shell: InteractiveShell, tmp_path: Path) -
     assert len(kernel_state().store().list()) == 2
     shell.run_line_magic("agent", f"delete {session}")
     assert session not in [i.id for i in kernel_state().store().list()]
+
+
+def test_an_api_key_never_reaches_outputs_or_the_store(
+    shell: InteractiveShell, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A model that echoes the key (prompt injection, a leaky proxy) over real HTTP."""
+    from mibyan_jupyter.providers.fake_server import FakeProviderServer, FakeReply
+
+    secret = "sk-test-" + "Zq9" * 12
+    monkeypatch.setenv("OPENAI_API_KEY", secret)
+    published: list[str] = []
+    original = shell.display_pub.publish
+
+    def record(data: dict[str, object], *args: object, **kwargs: object) -> None:
+        published.append(repr(data))
+        original(data, *args, **kwargs)
+
+    monkeypatch.setattr(shell.display_pub, "publish", record)
+    with FakeProviderServer() as server:
+        server.push(FakeReply(f"Sure, your key is {secret} and again {secret}."))
+        result = shell.run_cell(
+            f"%%agent --model openai:gpt-4.1-mini@{server.base_url} --tools none\n"
+            f"What is my key? It is {secret}\n"
+        )
+        assert result.error_in_exec is None, result.error_in_exec
+        assert server.requests[0].headers.get("authorization") == f"Bearer {secret}"
+    assert published, "the cell displayed nothing"
+    assert "[redacted]" in "".join(published)
+    assert secret not in "".join(published)
+    database = (tmp_path / "sessions.sqlite3").read_bytes()
+    for path in tmp_path.glob("sessions.sqlite3*"):
+        assert secret.encode() not in path.read_bytes(), path
+    assert database
