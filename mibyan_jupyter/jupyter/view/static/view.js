@@ -163,6 +163,11 @@ function render({ model, el }) {
     header(op) {
       title.textContent = op.title || `Session ${op.session}`;
       modelName.textContent = op.model;
+      if (op.session) {
+        const id = make("span", "mibyan-session-id", String(op.session).slice(0, 8));
+        id.title = `session ${op.session} (%agent resume ${op.session})`;
+        header.append(id);
+      }
       if (op.demo) header.append(make("span", "mibyan-demo-badge", "demo model"));
     },
     run(op) {
