@@ -38,6 +38,20 @@ def _render_views(kernel: KernelDriver, answered: set[str]) -> None:
             kernel.send_custom(comm_id, {"type": "rendered"})
 
 
+def _wait_for_approval(kernel: KernelDriver) -> tuple[str, str]:
+    """Play the front end until the run asks for approval: (call id, the view's comm id)."""
+    answered: set[str] = set()
+
+    def waiting() -> bool:
+        _render_views(kernel, answered)
+        return bool(kernel.awaiting_approval())
+
+    kernel.wait(waiting, 30, "an approval to be asked")
+    (call_id,) = kernel.awaiting_approval()
+    (view,) = kernel.view_comms()
+    return call_id, view
+
+
 def _stored_transcript_is_valid(db_path: Path) -> list[object]:
     with SessionStore(db_path) as store:
         (info,) = store.list()
@@ -51,16 +65,8 @@ def _stored_transcript_is_valid(db_path: Path) -> list[object]:
 
 def test_a_click_sent_while_the_cell_runs_resolves_the_approval(kernel: KernelDriver) -> None:
     execution = kernel.execute(RUN_PYTHON_CELL)
-    answered: set[str] = set()
-
-    def waiting() -> bool:
-        _render_views(kernel, answered)
-        return bool(kernel.awaiting_approval())
-
-    kernel.wait(waiting, 30, "an approval to be asked")
+    call_id, view = _wait_for_approval(kernel)
     assert not execution.idle, "the cell must still be running while it waits for the click"
-    (call_id,) = kernel.awaiting_approval()
-    (view,) = kernel.view_comms()
     kernel.send_custom(
         view, {"type": "decision", "call_id": call_id, "action": "approve", "scope": "once"}
     )
@@ -103,18 +109,12 @@ def test_stop_ends_the_cell_normally(kernel: KernelDriver) -> None:
 def test_kernel_interrupt_gives_one_line_and_a_valid_transcript(
     kernel: KernelDriver, moment: str
 ) -> None:
-    answered: set[str] = set()
     if moment == "streaming":
         execution = kernel.execute("%%agent --model demo-slow --tools none\nTell me a story.")
         kernel.wait(lambda: len(kernel.comm_messages) >= 3, 30, "text to stream")
     else:
         execution = kernel.execute(RUN_PYTHON_CELL)
-
-        def waiting() -> bool:
-            _render_views(kernel, answered)
-            return bool(kernel.awaiting_approval())
-
-        kernel.wait(waiting, 30, "an approval to be asked")
+        _wait_for_approval(kernel)
     kernel.manager.interrupt_kernel()
     kernel.wait(lambda: execution.idle, 10, "the cell to end after the interrupt")
     reply = execution.reply
@@ -149,15 +149,7 @@ def test_a_queued_cell_reaches_the_running_agent_and_is_not_run_twice(
 
 def test_always_is_saved_and_honoured_by_later_cells_and_sessions(kernel: KernelDriver) -> None:
     execution = kernel.execute(RUN_PYTHON_CELL)
-    answered: set[str] = set()
-
-    def waiting() -> bool:
-        _render_views(kernel, answered)
-        return bool(kernel.awaiting_approval())
-
-    kernel.wait(waiting, 30, "an approval to be asked")
-    (call_id,) = kernel.awaiting_approval()
-    (view,) = kernel.view_comms()
+    call_id, view = _wait_for_approval(kernel)
     kernel.send_custom(
         view, {"type": "decision", "call_id": call_id, "action": "approve", "scope": "always"}
     )
