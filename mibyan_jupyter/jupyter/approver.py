@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import time
 from typing import TYPE_CHECKING
 
@@ -25,9 +24,6 @@ if TYPE_CHECKING:
 
 SLICE_S = 0.2
 """How long one wait for a click lasts before looking again (interrupt latency)."""
-
-HEADLESS_ENV = "MIBYAN_APPROVE"
-"""``ask`` / ``auto`` / ``deny``: the approval mode when a cell gives none (CI, papermill)."""
 
 
 def headless_denial(request: ApprovalRequest) -> Denied:
@@ -106,8 +102,3 @@ class CellApprover:
         finally:
             self._pending.pop(request.call_id, None)
 
-
-def default_approve_mode(configured: str) -> str:
-    """``MIBYAN_APPROVE`` wins over the configured default (not over a cell's option)."""
-    value = os.environ.get(HEADLESS_ENV, "").strip().lower()
-    return value if value in ("ask", "auto", "deny") else configured

@@ -8,6 +8,7 @@ fails before anything is sent to a model.
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 from collections.abc import Callable
@@ -19,6 +20,9 @@ from IPython.core.magic_arguments import argument, magic_arguments
 
 ApproveMode = Literal["ask", "auto", "deny"]
 APPROVE_MODES: tuple[ApproveMode, ...] = ("ask", "auto", "deny")
+APPROVE_ENV = "MIBYAN_APPROVE"
+"""``ask`` / ``auto`` / ``deny``: wins over the configured default, not over a cell's
+``--approve`` (so CI or papermill can allow a notebook's tool calls without editing it)."""
 THINKING_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh")
 TOOL_MODES = ("parallel", "sequential")
 
@@ -172,7 +176,8 @@ def parse_cell_line(line: str, defaults: Defaults) -> CellOptions:
     max_turns = _positive("max-turns", args.max_turns, int) or defaults.max_turns or None
     max_tokens = _positive("max-tokens", args.max_tokens, int) or defaults.max_tokens or None
     max_cost = _positive("max-cost", args.max_cost, float) or defaults.max_cost or None
-    approve = _choice("approve", args.approve or defaults.approve, APPROVE_MODES)
+    configured = os.environ.get(APPROVE_ENV, "").strip().lower() or defaults.approve
+    approve = _choice("approve", args.approve or configured, APPROVE_MODES)
     session = args.session
     if session is not None and not re.fullmatch(r"new|last|[0-9A-Za-z_-]{2,64}", session):
         raise AgentUsageError(f"--session must be new, last or a session id; got {session!r}")

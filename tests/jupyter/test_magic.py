@@ -120,6 +120,17 @@ def test_traitlets_are_the_defaults_and_can_be_configured(shell: InteractiveShel
     assert parse_cell_line("--max-turns 3", extension.active_defaults()).max_turns == 3
 
 
+def test_mibyan_approve_overrides_the_default_but_not_the_cell(
+    shell: InteractiveShell, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MIBYAN_APPROVE", "auto")
+    assert parse_cell_line("", extension.active_defaults()).approve == "auto"
+    assert parse_cell_line("--approve deny", extension.active_defaults()).approve == "deny"
+    monkeypatch.setenv("MIBYAN_APPROVE", "sometimes")
+    with pytest.raises(AgentUsageError, match="sometimes"):
+        parse_cell_line("", extension.active_defaults())
+
+
 def test_profile_config_reaches_the_magics(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MIBYAN_DB", str(tmp_path / "s.sqlite3"))
     config = Config()
