@@ -10,33 +10,25 @@ next to the input as ``<name>.executed.ipynb`` unless ``--output`` says otherwis
 from __future__ import annotations
 
 import argparse
-import html
-import re
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from mibyan_jupyter.export.outputs import plain_text
+
 DEFAULT = Path("notebooks/01-quickstart.ipynb")
 
 
 def _plain(output: dict[str, Any]) -> str:
-    """What a terminal can show of one output."""
-    if output.get("output_type") == "stream":
-        return str(output.get("text", ""))
+    """What a terminal can show of one output: Markdown when there is some (the agent's
+    transcript), else the output's plain text; an error as its one-line summary."""
     if output.get("output_type") == "error":
         return f"{output.get('ename')}: {output.get('evalue')}"
-    data = output.get("data", {})
-    for kind in ("text/markdown", "text/plain"):
-        if kind in data:
-            text = data[kind]
-            return "".join(text) if isinstance(text, list) else str(text)
-    if "text/html" in data:
-        text = (
-            "".join(data["text/html"]) if isinstance(data["text/html"], list) else data["text/html"]
-        )
-        return html.unescape(re.sub(r"<[^>]+>", " ", str(text)))
-    return ", ".join(sorted(data))
+    markdown = output.get("data", {}).get("text/markdown")
+    if markdown:
+        return "".join(markdown) if isinstance(markdown, list) else str(markdown)
+    return plain_text(output)
 
 
 def execute(path: Path, output: Path | None = None, timeout: int = 120) -> Path:

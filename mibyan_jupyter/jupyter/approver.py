@@ -101,4 +101,3 @@ class CellApprover:
             return future.result()
         finally:
             self._pending.pop(request.call_id, None)
-

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from mibyan_jupyter.jupyter.options import AgentUsageError
-from mibyan_jupyter.jupyter.sessions import AgentStoreError, resume_session
+from mibyan_jupyter.jupyter.sessions import resume_session, user_facing
 from mibyan_jupyter.jupyter.state import kernel_state, notebook_path
 from mibyan_jupyter.jupyter.tables import Message, Table
 
@@ -283,9 +283,7 @@ def run_command(line: str, magics: AgentMagics) -> Any:
     try:
         result = command(words[1:], magics)
     except StoreError as error:
-        if type(error).__name__ in ("SessionNotFoundError", "AmbiguousSessionError"):
-            raise AgentUsageError(f"{error} (list them with %agent sessions)") from None
-        raise AgentStoreError(f"{error} (set MIBYAN_DB or c.AgentMagics.db_path)") from None
+        raise user_facing(error) from None
     if isinstance(result, list):  # several rich outputs: each shown as itself, not a list repr
         from IPython.display import display
 

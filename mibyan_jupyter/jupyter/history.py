@@ -26,7 +26,7 @@ class Bundle:
         return self.data
 
 
-def session_meta(store: SessionStore, info: SessionInfo, messages: list[Any]) -> SessionMeta:
+def session_meta(info: SessionInfo, messages: list[Any]) -> SessionMeta:
     from mibyan_jupyter.core.conversation import total_usage
     from mibyan_jupyter.export.render import SessionMeta
 
@@ -92,7 +92,7 @@ def export_session(
 
     info = store.get(session)
     messages = load_messages(store.db, info.id)
-    meta = session_meta(store, info, messages)
+    meta = session_meta(info, messages)
     fmt = fmt or ("md" if path and path.endswith(".md") else "ipynb")
     target = Path(path or f"session-{info.id[:8]}.{fmt}")
     if fmt == "md":

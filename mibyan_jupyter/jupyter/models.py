@@ -90,9 +90,11 @@ def stream_function(chosen: ChosenModel, fallback_models: tuple[str, ...]) -> St
     if chosen.demo:
         from mibyan_jupyter.core.demo_model import demo_model
 
-        override = os.environ.get(DEMO_DELAY_ENV, "")
-        delay = float(override) if override.replace(".", "", 1).isdigit() else None
-        return demo_model(delay=DEMO_MODELS[chosen.name] if delay is None else delay)
+        try:
+            delay = max(0.0, float(os.environ[DEMO_DELAY_ENV]))
+        except (KeyError, ValueError):
+            delay = DEMO_MODELS[chosen.name]
+        return demo_model(delay=delay)
     from mibyan_jupyter.providers.client import ProviderClient
 
     for model in fallback_models:

@@ -15,17 +15,9 @@ from typing import Any
 
 from mibyan_jupyter.jupyter.options import AgentUsageError, parse_cell_line
 from mibyan_jupyter.jupyter.state import ActiveRun, Delivered, KernelState, kernel_state
+from mibyan_jupyter.jupyter.transform import split_agent_cell
 
 TARGET = "mibyan_jupyter.queue"
-
-
-def split_cell(source: str) -> tuple[str, str] | None:
-    """``(options line, prompt)`` of a ``%%agent`` cell's source, else ``None``."""
-    text = source.lstrip()
-    if not text.startswith("%%agent"):
-        return None
-    first, _, body = text.partition("\n")
-    return first[len("%%agent") :].strip(), body
 
 
 def handle_queue_request(data: dict[str, Any], state: KernelState | None = None) -> dict[str, Any]:
@@ -34,7 +26,7 @@ def handle_queue_request(data: dict[str, Any], state: KernelState | None = None)
     from mibyan_jupyter.jupyter.extension import active_defaults
 
     state = state or kernel_state()
-    parts = split_cell(str(data.get("source", "")))
+    parts = split_agent_cell(str(data.get("source", "")))
     if parts is None:
         return {"queued": False, "reason": "not a %%agent cell"}
     line, prompt = parts

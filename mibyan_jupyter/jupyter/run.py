@@ -100,8 +100,8 @@ async def run_cell(prompt: str, line: str = "", *, headless: bool = False) -> No
 
 def _already_delivered(state: KernelState, prompt: str) -> bool:
     """A queued cell whose prompt went to a running agent: say where, do not run it again."""
-    key = state.cell_id if state.cell_id in state.delivered else prompt
-    delivered = state.delivered.pop(key or "", None) if key else None
+    by_cell = state.delivered.pop(state.cell_id, None) if state.cell_id else None
+    delivered = by_cell or state.delivered.pop(prompt, None)
     if delivered is None:
         return False
     from IPython.display import HTML, display

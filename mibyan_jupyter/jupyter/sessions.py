@@ -35,7 +35,13 @@ class AgentStoreError(Exception):
         return [f"AgentStoreError: {self}"]
 
 
-def _store_error(error: Exception) -> AgentStoreError:
+def user_facing(error: Exception) -> Exception:
+    """A store error as the user should see it: a session that is not there (or an id
+    prefix that fits several) is a usage error; anything else names the file and the fix."""
+    from mibyan_jupyter.store.sessions import AmbiguousSessionError, SessionNotFoundError
+
+    if isinstance(error, SessionNotFoundError | AmbiguousSessionError):
+        return AgentUsageError(f"{error} (list them with %agent sessions)")
     return AgentStoreError(
         f"{REDACT(str(error))} (set MIBYAN_DB or c.AgentMagics.db_path to use another file)"
     )
@@ -65,9 +71,7 @@ def open_session(
         else:
             handle = resume_session(state, target, notebook, stream_fn)
     except StoreError as error:
-        if type(error).__name__ in ("SessionNotFoundError", "AmbiguousSessionError"):
-            raise AgentUsageError(f"{error} (list them with %agent sessions)") from None
-        raise _store_error(error) from None
+        raise user_facing(error) from None
     state.current[notebook] = handle.session_id
     return handle
 

@@ -13,18 +13,25 @@ MAGIC = "%%agent"
 RUNNER = "__import__('mibyan_jupyter.jupyter.run', fromlist=['run_cell']).run_cell"
 
 
+def split_agent_cell(source: str) -> tuple[str, str] | None:
+    """``(options line, prompt)`` of a ``%%agent`` cell's source, else ``None``: one reading
+    for the transformer and the front end's queue message, so both see the same prompt."""
+    text = source.lstrip()
+    if not text.startswith(MAGIC):
+        return None
+    first, _, prompt = text.partition("\n")
+    rest = first[len(MAGIC) :]
+    if rest[:1] not in ("", " ", "\t", "\r"):
+        return None  # another magic whose name starts with "agent"
+    return rest.strip(), prompt
+
+
 def agent_cell_transformer(lines: list[str]) -> list[str]:
     """IPython ``input_transformers_cleanup`` hook: ``lines`` are the cell's lines."""
-    if not lines:
+    if not lines or not lines[0].startswith(MAGIC):
         return lines
-    first = lines[0]
-    if not first.startswith(MAGIC):
+    parts = split_agent_cell("".join(lines))
+    if parts is None or wants_help(parts[0]):
         return lines
-    rest = first[len(MAGIC) :]
-    if rest[:1] not in ("", " ", "\t", "\n", "\r"):
-        return lines  # another magic whose name starts with "agent"
-    line = rest.strip()
-    if wants_help(line):
-        return lines
-    prompt = "".join(lines[1:])
+    line, prompt = parts
     return [f"await {RUNNER}({prompt!r}, {line!r})\n"]
