@@ -8,15 +8,12 @@ import json
 import os
 import signal
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
-import pytest
 from IPython.core.interactiveshell import InteractiveShell
-from traitlets.config import Config
 
 from mibyan_jupyter.core import AbortSignal, Agent, Tool, ToolResult
 from mibyan_jupyter.jupyter.kernel_tools import kernel_tools
@@ -33,17 +30,6 @@ async def run(tool: Tool, **args: Any) -> ToolResult:
 def tools_for(namespace: dict[str, Any], **options: Any) -> dict[str, Tool]:
     tools = kernel_tools(["inspect"], namespace=namespace, root=Path.cwd(), **options)
     return {t.name: t for t in tools}
-
-
-@pytest.fixture
-def shell() -> Iterator[InteractiveShell]:
-    config = Config()
-    config.HistoryManager.hist_file = ":memory:"
-    instance = InteractiveShell.instance(config=config)
-    try:
-        yield instance
-    finally:
-        InteractiveShell.clear_instance()
 
 
 def sample_namespace() -> dict[str, Any]:

@@ -15,7 +15,6 @@ import nbformat
 import pandas as pd
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
-from traitlets.config import Config
 
 from mibyan_jupyter.core import AbortSignal, ImagePart, TextPart, Tool, ToolResult
 from mibyan_jupyter.core.messages import content_text
@@ -30,17 +29,6 @@ def agg_backend(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     plt.switch_backend("Agg")
     yield
     plt.close("all")
-
-
-@pytest.fixture
-def shell() -> Iterator[InteractiveShell]:
-    config = Config()
-    config.HistoryManager.hist_file = ":memory:"
-    instance = InteractiveShell.instance(config=config)
-    try:
-        yield instance
-    finally:
-        InteractiveShell.clear_instance()
 
 
 @contextmanager
