@@ -138,6 +138,9 @@ async def run_command(root: Path, command: str, seconds: float, ctx: ToolContext
     finally:
         remove()
         _signal_group(pid, signal.SIGKILL)  # whatever is left of the group
+        # Reap the shell before closing, also when the call was cancelled: otherwise the
+        # child watcher may not have seen it exit yet and the process is left a zombie.
+        await _within(protocol.exited, GRACE_SECONDS)
         transport.close()
     code = transport.get_returncode()
     code = -signal.SIGKILL if code is None else code
