@@ -133,6 +133,38 @@ def test_remember_by_scope_and_on_always() -> None:
     assert policy.always == {}
 
 
+def test_set_decision_replaces_both_scopes_and_does_not_persist() -> None:
+    """What ``%agent policy set`` uses: the caller persists once for every session."""
+    persisted: list[tuple[str, bool]] = []
+    policy = ApprovalPolicy(on_always=lambda name, ok: persisted.append((name, ok)))
+    policy.remember("edit", False, "session")
+    policy.set_decision("edit", "allow", "always")
+    assert policy.remembered("always") == {"edit": True}
+    assert policy.remembered("session") == {}
+    assert policy.decide("edit", {}, side_effects=True).action == "allow"
+    policy.set_decision("edit", "deny", "session")
+    assert policy.remembered("session") == {"edit": False}
+    assert policy.remembered("always") == {}
+    policy.set_decision("edit", "ask")
+    assert policy.remembered("session") == policy.remembered("always") == {}
+    assert policy.decide("edit", {}, side_effects=True).action == "ask"
+    assert persisted == []
+
+
+def test_reset_one_tool_keeps_the_others_and_remembered_is_a_copy() -> None:
+    policy = ApprovalPolicy()
+    policy.remember("a", True, "session")
+    policy.remember("a", True, "always")
+    policy.remember("b", False, "always")
+    policy.reset("a")
+    assert policy.remembered("session") == {}
+    assert policy.remembered("always") == {"b": False}
+    policy.remembered("always")["c"] = True
+    assert policy.always == {"b": False}
+    policy.reset("nothing-remembered")  # forgetting an unknown tool is fine
+    assert policy.always == {"b": False}
+
+
 # -- the gate on its own --------------------------------------------------------------------
 
 

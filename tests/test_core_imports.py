@@ -109,10 +109,12 @@ def _imported_modules(path: Path) -> set[str]:
 
 
 def test_real_core_modules_import_no_banned_library() -> None:
-    files = sorted(CORE.glob("*.py"))
+    """Every module of the core, the run machinery in ``core/_run/`` included."""
+    files = sorted(CORE.rglob("*.py"))
     assert len(files) > 10
+    assert any(path.parent.name == "_run" for path in files)
     offenders = {
-        path.name: sorted(
+        str(path.relative_to(CORE)): sorted(
             module for module in _imported_modules(path) if module.split(".")[0] in BANNED
         )
         for path in files
@@ -128,3 +130,45 @@ def test_ast_scan_detects_each_banned_form(tmp_path: Path) -> None:
     )
     modules = _imported_modules(sample)
     assert {m.split(".")[0] for m in modules} >= set(BANNED)
+
+
+def _imports_with_relative(path: Path, package: str) -> set[str]:
+    """Absolute names of the modules ``path`` imports, relative imports resolved against
+    ``package`` (the dotted package the file is in), also those under TYPE_CHECKING."""
+    found = _imported_modules(path)
+    base = package.split(".")
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            parent = base[: len(base) - (node.level - 1)]
+            module = ".".join([*parent, *([node.module] if node.module else [])])
+            found.add(module)
+            found.update(f"{module}.{alias.name}" for alias in node.names)
+    return found
+
+
+def _package_of(path: Path) -> str:
+    return ".".join(path.relative_to(ROOT).parent.parts)
+
+
+def test_no_other_package_imports_the_run_machinery() -> None:
+    """``core/_run`` is private to the core: the other packages use the core's face."""
+    package = ROOT / "mibyan_jupyter"
+    files = [path for path in package.rglob("*.py") if CORE not in path.parents]
+    assert len(files) > 10
+    offenders = {
+        str(path.relative_to(package)): sorted(
+            module
+            for module in _imports_with_relative(path, _package_of(path))
+            if module.startswith("mibyan_jupyter.core._run")
+        )
+        for path in files
+    }
+    assert {name: mods for name, mods in offenders.items() if mods} == {}
+
+
+def test_the_facade_helpers_do_not_import_the_agent() -> None:
+    """``Agent.chat`` / ``run_conversation`` use these modules; importing the Agent back
+    (even for typing) would be an import circle."""
+    for name in ("conversation.py", "sync_bridge.py"):
+        modules = _imports_with_relative(CORE / name, "mibyan_jupyter.core")
+        assert not any(m.startswith("mibyan_jupyter.core.agent") for m in modules), name

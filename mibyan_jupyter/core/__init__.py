@@ -3,8 +3,13 @@
 Pure asyncio and pydantic: no HTTP, database, notebook or UI library is imported here
 (a ruff rule enforces it), so the loop can be tested and benchmarked on its own and every
 outer layer subscribes to its events.
+
+This module is the core's face: ``__all__`` is its public API (a test pins it). The run
+machinery behind ``run_agent_loop`` and the Agent lives in the private ``core/_run/``
+package, which no other package imports (docs/architecture.md, "Layers").
 """
 
+from ._run.loop import run_agent_loop, run_agent_loop_continue
 from .agent import Agent, AgentBusyError, AgentState, QueueMode
 from .approval import (
     ApprovalGate,
@@ -50,7 +55,6 @@ from .events import (
     TurnStart,
 )
 from .fakes import Call, FunctionModel, Reply, ScriptedModel
-from .loop import run_agent_loop, run_agent_loop_continue
 from .messages import (
     MESSAGE_ADAPTER,
     AssistantMessage,

@@ -11,7 +11,9 @@ subscribers (the view, the store), and turns ``abort()`` into the loop's signal.
   run would interleave two transcripts. Queue instead, or ``await wait_for_idle()``.
 * A subscriber that raises is logged and skipped; it cannot break the run.
 
-The Hermes facade (``chat`` / ``run_conversation``) lives in :mod:`.conversation`.
+The Hermes facade (``chat`` / ``run_conversation``) is a pair of methods here; the
+history reading and result shaping they use are in :mod:`.conversation`, the sync bridge in
+:mod:`.sync_bridge` (neither imports this module).
 """
 
 from __future__ import annotations
@@ -19,14 +21,17 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
+from ._run.loop import run_agent_loop, run_agent_loop_continue
 from .approval import ApprovalGate
 from .budget import BudgetLimits
 from .config import AgentContext, LoopConfig, ToolExecutionMode
+from .conversation import conversation_result, final_text, read_history
 from .events import (
     AgentEnd,
     AgentEvent,
@@ -39,6 +44,7 @@ from .events import (
 from .messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
 from .signal import AbortSignal
 from .stream import StreamFn, ThinkingLevel
+from .sync_bridge import closing_loop_resources, run_sync
 from .tools import Tool, ToolRegistry
 from .transcript import check_history
 
@@ -245,8 +251,6 @@ class Agent:
         )
 
     async def _run(self, prompts: list[Message] | None) -> list[Message]:
-        from .loop import run_agent_loop, run_agent_loop_continue
-
         if self.state.is_running:
             raise AgentBusyError(
                 "the agent is already running: queue the message with steer() or follow_up(), "
@@ -259,6 +263,7 @@ class Agent:
         self._idle = asyncio.get_running_loop().create_future()
         state.is_running = True
         state.error = None
+        state.last_end_reason = None  # this run's AgentEnd is the only one that counts
         try:
             if prompts is None:
                 return await run_agent_loop_continue(
@@ -276,18 +281,14 @@ class Agent:
                 self._idle.set_result(None)
             self._idle = None
 
-    # -- the Hermes facade (see .conversation) ------------------------------------------
+    # -- the Hermes facade -------------------------------------------------------------
 
     async def achat(self, message: str) -> str:
         """Send ``message``; returns the final answer's text."""
-        from .conversation import achat
-
-        return await achat(self, message)
+        return final_text(await self.prompt(message))
 
     def chat(self, message: str) -> str:
         """Sync :meth:`achat`, usable from a script or from inside a running loop."""
-        from .conversation import closing_loop_resources, run_sync
-
         return run_sync(closing_loop_resources(self.stream_fn, self.achat(message)))
 
     async def arun_conversation(
@@ -297,11 +298,21 @@ class Agent:
         conversation_history: Sequence[Message | dict[str, Any]] | None = None,
         task_id: str | None = None,
     ) -> dict[str, Any]:
-        from .conversation import arun_conversation
-
-        return await arun_conversation(
-            self, user_message, system_message, conversation_history, task_id
-        )
+        """Hermes' ``run_conversation``: replaces the transcript with
+        ``conversation_history`` (OpenAI chat dicts or messages; a leading system message
+        sets the system prompt) when given, runs ``user_message``, and returns
+        ``{"messages", "metadata", "usage"}`` with messages as OpenAI chat dicts (plus our
+        extras)."""
+        task_id = task_id or uuid.uuid4().hex
+        if conversation_history is not None:
+            system_prompt, history = read_history(conversation_history)
+            if system_prompt is not None:
+                self.state.system_prompt = system_prompt
+            self.state.messages = history
+        if system_message is not None:
+            self.state.system_prompt = system_message
+        added = await self.prompt(user_message)
+        return conversation_result(self.state, added, task_id)
 
     def run_conversation(
         self,
@@ -311,8 +322,6 @@ class Agent:
         task_id: str | None = None,
     ) -> dict[str, Any]:
         """Hermes' ``run_conversation`` -> ``{"messages", "metadata", "usage"}`` (sync)."""
-        from .conversation import closing_loop_resources, run_sync
-
         return run_sync(
             closing_loop_resources(
                 self.stream_fn,

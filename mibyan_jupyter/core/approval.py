@@ -17,9 +17,9 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeAlias
 
+from ._run.waiting import Expired, await_within
 from .events import ApprovalRequested, ApprovalResolved
 from .signal import AbortSignal
-from .waiting import Expired, await_within
 
 Action: TypeAlias = Literal["allow", "deny", "ask"]
 Scope: TypeAlias = Literal["once", "session", "always"]
@@ -146,10 +146,30 @@ class ApprovalPolicy:
             if self.on_always is not None:
                 self.on_always(tool_name, approved)
 
-    def reset(self) -> None:
-        """Forget remembered decisions (rules stay)."""
-        self.session.clear()
-        self.always.clear()
+    def set_decision(
+        self, tool_name: str, action: Action, scope: Literal["session", "always"] = "always"
+    ) -> None:
+        """Replace what is remembered for ``tool_name``: forget it in both scopes, then
+        remember ``allow``/``deny`` in ``scope`` (``ask``: only forget). Unlike
+        :meth:`remember`, ``on_always`` is not called: whoever sets a decision by hand (a
+        ``%agent policy`` command shared by several sessions) persists it once itself."""
+        self.reset(tool_name)
+        if action != "ask":
+            target = self.session if scope == "session" else self.always
+            target[tool_name] = action == "allow"
+
+    def reset(self, tool_name: str | None = None) -> None:
+        """Forget remembered decisions, of ``tool_name`` or of every tool (rules stay)."""
+        if tool_name is None:
+            self.session.clear()
+            self.always.clear()
+            return
+        self.session.pop(tool_name, None)
+        self.always.pop(tool_name, None)
+
+    def remembered(self, scope: Literal["session", "always"]) -> dict[str, bool]:
+        """A copy of the remembered decisions of ``scope``: tool -> approved."""
+        return dict(self.session if scope == "session" else self.always)
 
 
 class PolicyOnly:

@@ -55,7 +55,6 @@ class BudgetTracker:
     __slots__ = (
         "_warned",
         "cost",
-        "cost_unknown",
         "input_tokens",
         "limits",
         "output_tokens",
@@ -68,7 +67,6 @@ class BudgetTracker:
         self.input_tokens = 0
         self.output_tokens = 0
         self.cost = 0.0
-        self.cost_unknown = 0
         self._warned = False
 
     @property
@@ -81,7 +79,6 @@ class BudgetTracker:
         self.input_tokens += usage.input + usage.cache_read + usage.cache_write
         self.output_tokens += usage.output
         if usage.cost is None:
-            self.cost_unknown += 1
             if (
                 self.limits.max_cost is not None
                 and not self._warned

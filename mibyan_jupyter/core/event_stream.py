@@ -10,9 +10,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 
+from ._run.loop import EventSink, check_continue, run_agent_loop, run_agent_loop_continue
 from .config import AgentContext, LoopConfig
 from .events import AgentEvent
-from .loop import EventSink, check_continue, run_agent_loop, run_agent_loop_continue
 from .messages import Message
 from .signal import AbortSignal
 from .stream import StreamFn

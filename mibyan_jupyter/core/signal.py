@@ -5,6 +5,11 @@ on another thread, and sync tools run in worker threads that need to poll it. Th
 therefore keeps a ``threading.Event`` (readable anywhere) and, when the loop has entered an
 interruptible phase (a model stream or a tool batch), cancels that phase's task through
 ``call_soon_threadsafe`` so a blocked network read or ``await`` ends immediately.
+
+The run machinery (``core/_run``) talks to the signal through two methods meant for it
+alone: ``with signal.interruptible(): ...`` around a phase that an abort may cancel, and
+``signal.absorb_cancel()`` where that phase catches the ``CancelledError``. Tools, hooks and
+providers only read ``aborted`` / ``reason``, wait on it, or listen to it.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 
@@ -62,20 +67,6 @@ class AbortSignal:
             self._cancel_sent = True
             task.cancel()
 
-    def _absorb_cancel(self) -> bool:
-        """Called where a phase caught CancelledError. Returns ``True`` if this signal sent
-        it (an abort: the cancellation is consumed), ``False`` for an external
-        cancellation, which also marks the signal aborted so the rest of the run stops."""
-        if self._cancel_sent:
-            self._cancel_sent = False
-            task = asyncio.current_task()
-            uncancel = getattr(task, "uncancel", None)  # Python >= 3.11
-            if uncancel is not None:
-                uncancel()
-            return True
-        self._set("cancelled", interrupt=False)
-        return False
-
     def add_listener(self, listener: Callable[[], None]) -> Callable[[], None]:
         """Call ``listener`` on abort (at once if already aborted); returns a remover."""
         with self._lock:
@@ -115,13 +106,34 @@ class AbortSignal:
             remove()
         return self.aborted
 
-    def _enter(self) -> None:
-        """Mark the current task as inside an interruptible phase (loop thread only)."""
+    # -- for the run machinery only (core/_run) ----------------------------------------
+
+    @contextlib.contextmanager
+    def interruptible(self) -> Iterator[None]:
+        """Mark the current task as inside an interruptible phase (a model stream or a tool
+        batch) while the block runs, so ``abort()`` cancels it; loop thread only. The
+        phase itself must catch the ``CancelledError`` and call :meth:`absorb_cancel`."""
         task = asyncio.current_task()
         with self._lock:
             self._loop = asyncio.get_running_loop()
             self._task = task
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._task = None
 
-    def _leave(self) -> None:
-        with self._lock:
-            self._task = None
+    def absorb_cancel(self) -> bool:
+        """Called where an interruptible phase caught CancelledError. Returns ``True`` if
+        this signal sent it (an abort: the cancellation is consumed), ``False`` for an
+        external cancellation, which also marks the signal aborted so the rest of the run
+        stops."""
+        if self._cancel_sent:
+            self._cancel_sent = False
+            task = asyncio.current_task()
+            uncancel = getattr(task, "uncancel", None)  # Python >= 3.11
+            if uncancel is not None:
+                uncancel()
+            return True
+        self._set("cancelled", interrupt=False)
+        return False

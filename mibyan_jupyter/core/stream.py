@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field
 
 from .messages import AssistantMessage, Message, ToolCall
 from .notices import FallbackNotice, RetryNotice
@@ -79,8 +79,8 @@ class ToolCallDelta(_Event):
     delta: str
     """A fragment of the arguments' JSON text."""
     arguments: Any = None
-    """The arguments parsed so far (a JSON prefix, see :mod:`.partial_json`), for live
-    display only; the loop fills it in when the stream function leaves it out."""
+    """The arguments parsed so far (a JSON prefix, see ``core/_run/partial_json.py``), for
+    live display only; the loop fills it in when the stream function leaves it out."""
 
 
 class ToolCallEnd(_Event):
@@ -117,7 +117,6 @@ StreamEvent: TypeAlias = Annotated[
     | FallbackNotice,
     Field(discriminator="type"),
 ]
-STREAM_EVENT_ADAPTER: TypeAdapter[StreamEvent] = TypeAdapter(StreamEvent)
 
 
 @dataclass(frozen=True, slots=True)

@@ -46,6 +46,12 @@ Execute: TypeAlias = Callable[
 ]
 
 
+CANCELLED = "Tool call cancelled by the user before it finished; its outcome is unknown."
+"""The result text of a tool call an abort cut short. The loop gives it to every call that
+had not finished (a sync tool's late result is dropped); the store recognises it to record
+the call as cancelled rather than failed."""
+
+
 class ToolArgumentsError(ValueError):
     """The model's arguments did not match the tool's schema."""
 

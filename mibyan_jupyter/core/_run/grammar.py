@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-from .events import (
+from mibyan_jupyter.core.events import (
     AgentEnd,
     AgentEvent,
     ApprovalRequested,
@@ -24,9 +24,8 @@ from .events import (
     TurnEnd,
     TurnStart,
 )
-from .messages import AssistantMessage, Message, ToolMessage
-
-CANCELLED = "Tool call cancelled by the user before it finished; its outcome is unknown."
+from mibyan_jupyter.core.messages import AssistantMessage, Message, ToolMessage
+from mibyan_jupyter.core.tools import CANCELLED
 
 
 def cancelled_result(call_id: str, name: str) -> ToolMessage:
@@ -34,6 +33,9 @@ def cancelled_result(call_id: str, name: str) -> ToolMessage:
 
 
 class GrammarTracker:
+    """What the events emitted so far left open: the turn, a message, tool executions,
+    approval requests; and whether AgentEnd went out."""
+
     __slots__ = ("agent_ended", "open_message", "open_tools", "pending_approvals", "turn_open")
 
     def __init__(self) -> None:

@@ -1,27 +1,9 @@
-"""The agent loop: pi's ``agentLoop`` / ``agentLoopContinue``, in Python.
+"""The state and the turns of one loop invocation (the sequence is in :mod:`.loop`).
 
-``run_agent_loop(prompts, context, config, signal, stream_fn, emit)`` adds the prompts,
-then repeats turns: (steering messages) -> model call -> tool batch -> TurnEnd, until the
-model stops asking for tools and no steering or follow-up message is queued. The sequence,
-as in pi's diagram:
-
-1. AgentStart, TurnStart, the prompts' MessageStart/End; an initial steering poll.
-2. Each turn: ``prepare_next_turn`` (from the second turn on), a steering poll if nothing is
-   pending, TurnStart; pending messages are added; the budget is checked (when used up:
-   one summary call without tools, then AgentEnd ``budget_exhausted``);
-   ``transform_context`` then ``convert_to_llm`` (or the incremental model view), the
-   alternation check, the model call; an ``error`` / ``aborted`` reply ends the run.
-3. Tool calls run as a batch (all failed at once on a ``length`` stop); TurnEnd;
-   ``should_stop_after_turn``; steering is polled only after the whole batch.
-4. When the agent would stop, follow-ups are polled; if there are some, the loop goes on.
-5. AgentEnd, exactly once, whatever happened.
-
-Work per turn does not depend on the history's length: the model view is kept
-incrementally and handed to the model without copying.
-
-Cancellation: ``signal.abort()`` interrupts the model stream or tool batch at once (see
-:mod:`.signal`). Cancelling the task that runs the loop does the same, then the loop
-re-raises ``CancelledError`` after AgentEnd so the canceller sees it.
+:class:`LoopRun` owns what changes during a run: the transcript it appends to, the
+messages it added, the grammar tracker, the budget, the current turn's message and tool
+results. Its parts (the model call, the tool batch) get the run's :class:`RunScope`
+instead, so they can emit and append but not reach into this state.
 """
 
 from __future__ import annotations
@@ -29,11 +11,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import Any, TypeAlias
 
-from .budget import BudgetLimits, BudgetTracker
-from .config import AgentContext, LoopConfig, TurnContext, TurnUpdate
-from .events import (
+from mibyan_jupyter.core.budget import BudgetLimits, BudgetTracker
+from mibyan_jupyter.core.config import AgentContext, LoopConfig, TurnContext, TurnUpdate
+from mibyan_jupyter.core.events import (
     AgentEnd,
     AgentEvent,
     AgentStart,
@@ -43,23 +25,25 @@ from .events import (
     TurnEnd,
     TurnStart,
 )
+from mibyan_jupyter.core.messages import AssistantMessage, Message, ToolMessage, UserMessage
+from mibyan_jupyter.core.signal import AbortSignal
+from mibyan_jupyter.core.stream import StreamFn
+
+from .batch import ToolBatch
 from .grammar import GrammarTracker
-from .messages import AssistantMessage, Message, ToolMessage, UserMessage
 from .model_call import ModelCall
-from .signal import AbortSignal
-from .stream import ModelRequest, StreamFn
-from .tool_batch import ToolBatch
-from .transcript import ModelView, TranscriptError, validate_transcript
+from .request import ModelInput, build_request, summary_text
+from .scope import RunScope
 from .waiting import maybe_await
 
-EventSink = Callable[[AgentEvent], Awaitable[None] | None]
-T = TypeVar("T")
+EventSink: TypeAlias = Callable[[AgentEvent], Awaitable[None] | None]
+"""Where a run's events go: sync or async (the Agent's dispatch, a queue's put)."""
 
 _UNLIMITED = BudgetLimits(max_turns=None)
 
 
-class _LoopRun:
-    """The state of one loop invocation."""
+class LoopRun:
+    """The state of one loop invocation, and its turns."""
 
     def __init__(
         self,
@@ -69,18 +53,16 @@ class _LoopRun:
         stream_fn: StreamFn,
         sink: EventSink,
     ) -> None:
-        self.context = context
         self.config = config
         self.signal = signal
-        self.stream_fn = stream_fn
         self.sink = sink
+        self.scope = RunScope(context, config, signal, stream_fn, self.emit, self.append, self.pool)
         self.messages: list[Message] = context.messages
         self.new_messages: list[Message] = []
         self.tracker = GrammarTracker()
         self.turn_results: list[ToolMessage] = []
         self.batch: ToolBatch | None = None
-        self.view: ModelView | None = None
-        self.view_error: TranscriptError | None = None
+        self.input = ModelInput(context.messages, config, signal)
         self.budget = BudgetTracker(config.budget or _UNLIMITED)
         self.override: TurnUpdate | None = None
         self.cancelled_externally = False
@@ -111,11 +93,7 @@ class _LoopRun:
         self.new_messages.append(message)
         if isinstance(message, ToolMessage):
             self.turn_results.append(message)
-        if self.view is not None and self.view_error is None:
-            try:
-                self.view.append(message, index)
-            except TranscriptError as error:
-                self.view_error = error
+        self.input.appended(message, index)
 
     async def add_user_messages(self, messages: Sequence[Message]) -> None:
         for message in messages:
@@ -159,7 +137,7 @@ class _LoopRun:
         except asyncio.CancelledError:
             # Cancelled outside the handling of a model call or tool batch (for instance
             # while an async subscriber awaited), or re-raised by end() after AgentEnd.
-            soft = False if self.cancelled_externally else self.signal._absorb_cancel()
+            soft = False if self.cancelled_externally else self.signal.absorb_cancel()
             self.cancelled_externally = not soft
             await self.close_after_failure("aborted")
             if soft:
@@ -211,83 +189,46 @@ class _LoopRun:
     async def call_model(self, *, summary_max_tokens: int | None = None) -> AssistantMessage:
         """Build the request, check it, stream the reply; record usage."""
         override, self.override = self.override, None
-        config = self.config
-        model = (override.model if override else None) or config.model
-        call = ModelCall(self.stream_fn, self.signal, self.emit)
         try:
-            messages = await self.model_messages(override)
+            messages = await self.input.messages(override)
         except Exception as error:
-            failed = AssistantMessage(
-                stop_reason="error",
-                model=model,
-                error_message=f"the request was not sent: {type(error).__name__}: {error}",
-            )
-            self.turn_message = failed
-            self.append(failed)
-            await self.emit(MessageStart(message=failed))
-            await self.emit(MessageEnd(message=failed))
-            return failed
+            model = (override.model if override else None) or self.config.model
+            return await self.unsent(model, error)
+        request = build_request(self.scope, messages, override, summary_max_tokens)
         summary = summary_max_tokens is not None
-        request = ModelRequest(
-            model=model,
-            system_prompt=self.context.system_prompt,
-            messages=messages,
-            tools=() if summary else self.context.tools.specs(),
-            thinking_level=(override.thinking_level if override else None) or config.thinking_level,
-            max_tokens=summary_max_tokens if summary else config.max_tokens,
-            tool_choice="none" if summary else "auto",
-            options=config.options,
-        )
 
         def record(final: AssistantMessage) -> AssistantMessage:
-            final = _summary_text(final) if summary else final
+            final = summary_text(final) if summary else final
             self.turn_message = final
             self.append(final)
             return final
 
+        call = ModelCall(self.scope)
         message = await call.run(request, record)
         self.cancelled_externally |= call.cancelled_externally
         self.budget.record(message.usage)
         await self.emit(self.budget.snapshot())
         return message
 
-    async def model_messages(self, override: TurnUpdate | None) -> Sequence[Message]:
-        if override is not None and override.messages is not None:
-            validate_transcript(override.messages, ready_for_model=True)
-            return override.messages
-        config = self.config
-        if config.transform_context is None and config.convert_to_llm is None:
-            if self.view is None:
-                self.view = ModelView(self.messages)
-            if self.view_error is not None:
-                raise self.view_error
-            self.view.check_ready()
-            return self.view.messages
-        messages: Sequence[Message] = self.messages
-        if config.transform_context is not None:
-            messages = await maybe_await(config.transform_context(messages, self.signal))
-        if config.convert_to_llm is not None:
-            converted = await maybe_await(config.convert_to_llm(messages))
-            validate_transcript(converted, ready_for_model=True)
-            return converted
-        view = ModelView(messages)
-        view.check_ready()
-        return view.messages
+    async def unsent(self, model: str, error: Exception) -> AssistantMessage:
+        """The request could not be built (a hook failed, the transcript breaks the rules):
+        a failed reply that ends the run with ``error``, and nothing was sent."""
+        failed = AssistantMessage(
+            stop_reason="error",
+            model=model,
+            error_message=f"the request was not sent: {type(error).__name__}: {error}",
+        )
+        self.turn_message = failed
+        self.append(failed)
+        await self.emit(MessageStart(message=failed))
+        await self.emit(MessageEnd(message=failed))
+        return failed
 
     async def run_tools(self, message: AssistantMessage) -> None:
         """Run the message's tool calls; their results are appended as they are emitted."""
         if not message.tool_calls:
             return
-        self.batch = batch = ToolBatch(
-            message,
-            self.context.tools,
-            self.config,
-            self.signal,
-            self.emit,
-            self.messages,
-            self.pool,
-            self.append,
-        )
+        self.batch = batch = ToolBatch(message, self.scope)
         if message.stop_reason == "length":
             await batch.fail_truncated()
         else:
@@ -331,64 +272,3 @@ class _LoopRun:
                 self.cancelled_externally = True
             except Exception:  # a broken subscriber must not stop the closing events
                 pass
-
-
-def _summary_text(message: AssistantMessage) -> AssistantMessage:
-    """The summary must be a final, non-empty answer: drop tool calls, never return empty."""
-    content = message.content
-    if not (content and content.strip()):
-        why = f" ({message.error_message})" if message.error_message else ""
-        content = f"I stopped because the budget is used up, and no summary could be produced{why}."
-    stop = "stop" if message.stop_reason in ("tool_use", "stop") else message.stop_reason
-    return message.model_copy(update={"content": content, "tool_calls": (), "stop_reason": stop})
-
-
-def check_continue(context: AgentContext) -> None:
-    if not context.messages:
-        raise ValueError("cannot continue: the context has no messages (start with a prompt)")
-
-
-async def run_agent_loop(
-    prompts: Sequence[Message],
-    context: AgentContext,
-    config: LoopConfig,
-    signal: AbortSignal | None,
-    stream_fn: StreamFn,
-    emit: EventSink,
-) -> list[Message]:
-    """Run the loop with new prompt messages; returns the messages this run added."""
-    run = _LoopRun(context, config, signal or AbortSignal(), stream_fn, emit)
-    return await run.run(prompts)
-
-
-async def run_agent_loop_continue(
-    context: AgentContext,
-    config: LoopConfig,
-    signal: AbortSignal | None,
-    stream_fn: StreamFn,
-    emit: EventSink,
-) -> list[Message]:
-    """Continue from the existing transcript without a new prompt.
-
-    The last message must be a user or tool message, unless it is an assistant message and
-    messages are queued: then queued steering messages (or else follow-ups) become the
-    prompts. Raises ``ValueError`` before any event when there is nothing to continue from.
-    """
-    check_continue(context)
-    tail = context.messages[-1]
-    if isinstance(tail, AssistantMessage) and tail.sendable:
-        queued = (
-            list(await maybe_await(config.get_steering_messages()))
-            if config.get_steering_messages
-            else []
-        )
-        if not queued and config.get_follow_up_messages:
-            queued = list(await maybe_await(config.get_follow_up_messages()))
-        if not queued:
-            raise ValueError(
-                "cannot continue from an assistant message: nothing is queued "
-                "(send a prompt, or steer / follow up first)"
-            )
-        run = _LoopRun(context, config, signal or AbortSignal(), stream_fn, emit)
-        return await run.run(queued, steering_poll=False)
-    return await run_agent_loop((), context, config, signal, stream_fn, emit)

@@ -13,16 +13,20 @@ import inspect
 import time
 from collections.abc import AsyncIterator, Callable
 
-from .events import EventEmit, MessageEnd, MessageStart, MessageUpdate
-from .messages import AssistantMessage, FunctionCall, StopReason, Thinking, ToolCall, Usage
-from .partial_json import parse_partial
-from .signal import AbortSignal
-from .stream import (
+from mibyan_jupyter.core.events import MessageEnd, MessageStart, MessageUpdate
+from mibyan_jupyter.core.messages import (
+    AssistantMessage,
+    FunctionCall,
+    StopReason,
+    Thinking,
+    ToolCall,
+    Usage,
+)
+from mibyan_jupyter.core.stream import (
     ModelRequest,
     StreamDone,
     StreamError,
     StreamEvent,
-    StreamFn,
     StreamStart,
     TextDelta,
     TextEnd,
@@ -34,6 +38,9 @@ from .stream import (
     ToolCallEnd,
     ToolCallStart,
 )
+
+from .partial_json import parse_partial
+from .scope import RunScope
 
 
 class PartialMessage:
@@ -135,10 +142,10 @@ class ModelCall:
 
     __slots__ = ("_emit", "_partial", "_signal", "_started", "_stream_fn", "cancelled_externally")
 
-    def __init__(self, stream_fn: StreamFn, signal: AbortSignal, emit: EventEmit) -> None:
-        self._stream_fn = stream_fn
-        self._signal = signal
-        self._emit = emit
+    def __init__(self, scope: RunScope) -> None:
+        self._stream_fn = scope.stream_fn
+        self._signal = scope.signal
+        self._emit = scope.emit
         self._partial: PartialMessage | None = None
         self._started = False
         self.cancelled_externally = False
@@ -150,17 +157,15 @@ class ModelCall:
     ) -> AssistantMessage:
         """The final message; ``finalize`` may rewrite it before MessageEnd is emitted."""
         self._partial = PartialMessage(request.model)
-        self._signal._enter()
-        try:
-            final = await self._consume(request)
-        except asyncio.CancelledError:
-            if not self._signal._absorb_cancel():
-                self.cancelled_externally = True
-            final = self._partial.snapshot("aborted", self._signal.reason or "aborted")
-        except Exception as error:  # a stream function that broke its contract
-            final = self._partial.snapshot("error", f"{type(error).__name__}: {error}")
-        finally:
-            self._signal._leave()
+        with self._signal.interruptible():
+            try:
+                final = await self._consume(request)
+            except asyncio.CancelledError:
+                if not self._signal.absorb_cancel():
+                    self.cancelled_externally = True
+                final = self._partial.snapshot("aborted", self._signal.reason or "aborted")
+            except Exception as error:  # a stream function that broke its contract
+                final = self._partial.snapshot("error", f"{type(error).__name__}: {error}")
         if finalize is not None:
             final = finalize(final)
         if not self._started:

@@ -15,27 +15,20 @@ it sees ``signal.aborted`` and its late result is dropped).
 from __future__ import annotations
 
 import asyncio
-import contextvars
-import inspect
-from collections.abc import Awaitable, Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from collections.abc import Sequence
 
-from .config import AfterToolCall, LoopConfig
-from .events import (
-    EventEmit,
+from mibyan_jupyter.core.events import (
     MessageEnd,
     MessageStart,
     ToolExecutionEnd,
     ToolExecutionStart,
-    ToolExecutionUpdate,
 )
-from .grammar import CANCELLED
-from .messages import AssistantMessage, Message, ToolCall, ToolMessage
-from .signal import AbortSignal
-from .tool_prepare import Outcome, Prepared, display_args, error_result, prepare_call
-from .tools import ToolRegistry, ToolResult, as_text
-from .waiting import Expired, await_within, maybe_await
+from mibyan_jupyter.core.messages import AssistantMessage, ToolCall, ToolMessage
+from mibyan_jupyter.core.tools import CANCELLED
+
+from .execute import execute
+from .prepare import Outcome, Prepared, display_args, error_result, prepare_call
+from .scope import RunScope
 
 
 def truncated_callerror_result(name: str) -> str:
@@ -48,25 +41,11 @@ def truncated_callerror_result(name: str) -> str:
 class ToolBatch:
     """Executes one assistant message's tool calls; ``run()`` returns results in call order."""
 
-    def __init__(
-        self,
-        message: AssistantMessage,
-        tools: ToolRegistry,
-        config: LoopConfig,
-        signal: AbortSignal,
-        emit: EventEmit,
-        transcript: Sequence[Message],
-        pool: Callable[[], ThreadPoolExecutor],
-        append: Callable[[Message], None],
-    ) -> None:
+    def __init__(self, message: AssistantMessage, scope: RunScope) -> None:
         self._message = message
-        self._tools = tools
-        self._config = config
-        self._signal = signal
-        self._emit = emit
-        self._transcript = transcript
-        self._pool = pool
-        self._append = append
+        self._scope = scope
+        self._emit = scope.emit
+        self._signal = scope.signal
         self._started: set[str] = set()
         self.finished: dict[str, ToolMessage] = {}
         """Results by call id, recorded before their ToolExecutionEnd is emitted."""
@@ -74,10 +53,11 @@ class ToolBatch:
 
     @property
     def sequential(self) -> bool:
-        if self._config.tool_execution == "sequential":
+        if self._scope.config.tool_execution == "sequential":
             return True
+        tools = self._scope.tools
         return any(
-            (tool := self._tools.get(call.function.name)) is not None and tool.sequential
+            (tool := tools.get(call.function.name)) is not None and tool.sequential
             for call in self._message.tool_calls
         )
 
@@ -99,13 +79,10 @@ class ToolBatch:
 
     async def run(self) -> list[ToolMessage]:
         """Interruptible: an abort cancels what runs and every call still gets a result."""
-        self._signal._enter()
-        try:
+        with self._signal.interruptible():
             if self.sequential:
                 return await self._run_sequential()
             return await self._run_parallel()
-        finally:
-            self._signal._leave()
 
     # -- sequential -------------------------------------------------------------------
 
@@ -189,104 +166,10 @@ class ToolBatch:
         )
 
     async def _prepare(self, call: ToolCall) -> Prepared | Outcome:
-        return await prepare_call(
-            call,
-            self._tools,
-            self._config,
-            self._signal,
-            self._emit,
-            self._message,
-            self._transcript,
-        )
+        return await prepare_call(call, self._message, self._scope)
 
     async def _execute(self, prepared: Prepared) -> Outcome:
-        call, tool = prepared.call, prepared.tool
-        loop = asyncio.get_running_loop()
-        accepting = True
-        updates: list[asyncio.Future[None]] = []
-
-        def emit_update(event: ToolExecutionUpdate) -> None:
-            updates.append(asyncio.ensure_future(self._emit(event)))
-
-        def on_update(partial: ToolResult) -> None:
-            # May be called from a worker thread: hop to the loop, keep the order.
-            if accepting:
-                event = ToolExecutionUpdate(
-                    call_id=call.id, name=call.function.name, partial=partial
-                )
-                loop.call_soon_threadsafe(emit_update, event)
-
-        try:
-            if tool.is_async:
-                running: Awaitable[Any] = tool.execute(
-                    call.id, prepared.args, self._signal, on_update
-                )  # type: ignore[assignment]
-            else:
-                context = contextvars.copy_context()
-                running = loop.run_in_executor(
-                    self._pool(),
-                    context.run,
-                    tool.execute,
-                    call.id,
-                    prepared.args,
-                    self._signal,
-                    on_update,
-                )
-            value = await await_within(running, self._config.tool_timeout)
-            if inspect.isawaitable(value):
-                value = await value
-            result = value if isinstance(value, ToolResult) else ToolResult(content=as_text(value))
-        except Expired:
-            result = error_result(
-                f"Tool {call.function.name!r} timed out after {self._config.tool_timeout:g} seconds; "
-                "split the work into smaller steps."
-            )
-        except asyncio.CancelledError:
-            raise
-        except Exception as error:
-            result = error_result(f"{type(error).__name__}: {error}")
-        finally:
-            accepting = False
-        await asyncio.sleep(0)  # run update callbacks already scheduled from a thread
-        if updates:
-            await asyncio.gather(*updates)
-        return await self._after(prepared, result)
-
-    async def _after(self, prepared: Prepared, result: ToolResult) -> Outcome:
-        hook = self._config.after_tool_call
-        if hook is None:
-            return Outcome(prepared.call, result)
-        try:
-            override = await maybe_await(
-                hook(
-                    AfterToolCall(
-                        self._message,
-                        prepared.call,
-                        prepared.tool,
-                        prepared.args,
-                        result,
-                        self._transcript,
-                    ),
-                    self._signal,
-                )
-            )
-        except asyncio.CancelledError:
-            raise
-        except Exception as error:
-            return Outcome(
-                prepared.call,
-                error_result(f"after_tool_call failed: {type(error).__name__}: {error}"),
-            )
-        if override is None:
-            return Outcome(prepared.call, result)
-        return Outcome(
-            prepared.call,
-            ToolResult(
-                content=result.content if override.content is None else override.content,
-                details=result.details if override.details is None else override.details,
-                is_error=result.is_error if override.is_error is None else override.is_error,
-            ),
-        )
+        return await execute(prepared, self._message, self._scope)
 
     async def _finish(self, outcome: Outcome) -> ToolMessage:
         call, result = outcome.call, outcome.result
@@ -309,11 +192,11 @@ class ToolBatch:
         return message
 
     async def _emit_result(self, message: ToolMessage) -> ToolMessage:
-        self._append(message)
+        self._scope.append(message)
         await self._emit(MessageStart(message=message))
         await self._emit(MessageEnd(message=message))
         return message
 
     def _note_cancel(self) -> None:
-        if not self._signal._absorb_cancel():
+        if not self._signal.absorb_cancel():
             self.cancelled_externally = True
