@@ -1,4 +1,13 @@
-"""Shared fixtures. Tests never reach the network: the only server is on 127.0.0.1."""
+"""Shared fixtures. Tests never reach the network: the only server is on 127.0.0.1.
+
+The network guard (``mibyan_jupyter.testing.NetworkGuard``) is installed for the whole session
+and refuses, loudly, any TCP/UDP connection from this pytest process to an address outside
+127.0.0.0/8 and ::1 (unix sockets stay allowed: a local PostgreSQL is reached over one).
+It is in-process only: subprocesses a test starts (kernels, nbclient, JupyterLab, Chromium,
+the fake server's CLI) and C libraries with their own sockets (libzmq) are not covered, so
+those tests point them at loopback addresses themselves. Package registries (pip, npm, apt)
+are reached only by the Makefile's setup targets, never by a test.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +15,30 @@ from collections.abc import Iterator
 
 import pytest
 
-from mibyan_jupyter.providers.fake_server import FakeProviderServer
+from mibyan_jupyter.testing import FakeProviderServer, NetworkGuard
+
+_GUARD = NetworkGuard()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def network_guard() -> Iterator[NetworkGuard]:
+    """The session's network guard (installed before the first test, removed after the last)."""
+    _GUARD.install()
+    try:
+        yield _GUARD
+    finally:
+        _GUARD.uninstall()
+
+
+@pytest.fixture(autouse=True)
+def _no_refused_connections(network_guard: NetworkGuard) -> Iterator[None]:
+    """Fails a test that tried to leave loopback, even when its code swallowed the refusal
+    (a test that expects refusals calls ``network_guard.take()``)."""
+    network_guard.take()
+    yield
+    refused = network_guard.take()
+    if refused:
+        pytest.fail("\n".join(refused), pytrace=False)
 
 
 @pytest.fixture

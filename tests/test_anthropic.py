@@ -1,6 +1,6 @@
 """The Anthropic Messages adapter: history conversion (every message kind, alternation,
 prompt-caching breakpoints, thinking budgets), and the stream parser replaying real
-recorded streams (../shared/fixtures/provider-streams, skipped when absent) split into
+recorded streams (``support.PROVIDER_STREAMS``, skipped when absent) split into
 awkward chunks, plus inline streams for the faults the recordings lack."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from support import body_of, cassette, splits
 
+from mibyan_jupyter.core._run.model_call import PartialMessage
 from mibyan_jupyter.core.messages import (
     AssistantMessage,
     FunctionCall,
@@ -25,7 +26,6 @@ from mibyan_jupyter.core.messages import (
     Usage,
     UserMessage,
 )
-from mibyan_jupyter.core.model_call import PartialMessage
 from mibyan_jupyter.core.stream import ModelRequest, StreamEvent, ThinkingLevel, ToolSpec
 from mibyan_jupyter.providers.anthropic import THINKING_BUDGETS, AnthropicAdapter
 from mibyan_jupyter.providers.errors import ProviderError, classify_status

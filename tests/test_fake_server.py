@@ -2,8 +2,8 @@
 
 Streams are decoded with our own SseDecoder and reassembled by a tiny reference reader
 (``summarize``) so the assertions are about what a client would see; the shapes are compared
-with the recorded real streams in ``../shared/fixtures/provider-streams/`` (skipped when the
-folder is absent): same event names in the same order, same keys.
+with the recorded real streams (``support.PROVIDER_STREAMS``, skipped when absent): same
+event names in the same order, same keys.
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ from pydantic import ValidationError
 from support import body_of, cassette
 
 from mibyan_jupyter.providers.base import ApiMode, SseEvent
-from mibyan_jupyter.providers.fake_server import (
+from mibyan_jupyter.providers.sse import SseDecoder
+from mibyan_jupyter.testing import (
     FakeCall,
     FakeProviderServer,
     FakeReply,
@@ -32,11 +33,11 @@ from mibyan_jupyter.providers.fake_server import (
     Fault,
     api_for_path,
     echo_reply,
+    fake_model,
     load_script,
     parse_script,
     retry_after_date,
 )
-from mibyan_jupyter.providers.sse import SseDecoder
 
 APIS: tuple[ApiMode, ...] = ("chat_completions", "codex_responses", "anthropic_messages")
 PATH: dict[ApiMode, str] = {
@@ -923,7 +924,7 @@ def _free_port() -> int:
 
 def _cli(*args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "mibyan_jupyter.providers.fake_server", "--quiet", *args],
+        [sys.executable, "-m", "mibyan_jupyter.testing", "--quiet", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -969,3 +970,52 @@ def test_cli_plays_a_script(tmp_path: Path) -> None:
         finally:
             proc.terminate()
             proc.wait(timeout=5)
+
+
+def test_the_testing_face() -> None:
+    """What users import for their own tests; the providers never import it (the lint bans
+    it too: mibyan_jupyter/providers/.ruff.toml)."""
+    import ast
+
+    import mibyan_jupyter.testing as testing
+
+    assert sorted(testing.__all__) == [
+        "DEFAULT_USAGE",
+        "FakeCall",
+        "FakeProviderServer",
+        "FakeReply",
+        "FakeUsage",
+        "Fault",
+        "FaultKind",
+        "NetworkGuard",
+        "NetworkRefused",
+        "RecordedRequest",
+        "ScriptItem",
+        "StopKind",
+        "api_for_path",
+        "echo_reply",
+        "fake_model",
+        "load_script",
+        "parse_script",
+        "retry_after_date",
+    ]
+    providers = Path(testing.__file__).parent.parent / "providers"
+    for path in providers.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = (
+                [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else []
+            )
+            assert not any(n.startswith("mibyan_jupyter.testing") for n in names), path
+
+
+def test_fake_model_points_at_the_server(server: FakeProviderServer) -> None:
+    spec = fake_model(server, "m", api_mode="anthropic_messages", key_env="SOME_KEY")
+    assert (spec.base_url, spec.api_mode, spec.key_env) == (
+        server.base_url,
+        "anthropic_messages",
+        "SOME_KEY",
+    )

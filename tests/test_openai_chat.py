@@ -1,6 +1,6 @@
 """The Chat Completions adapter: history conversion (every message kind, unpaired calls and
 results, images from tools), the request body, error bodies, the stop-reason table, and the
-stream parser replaying real recorded streams (../shared/fixtures/provider-streams, skipped
+stream parser replaying real recorded streams (``support.PROVIDER_STREAMS``, skipped
 when absent) split into awkward chunks, plus inline streams for what compatible servers do
 that the recordings lack. Also the partial-JSON helper used to display streaming arguments."""
 
@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 from support import body_of, cassette, splits
 
+from mibyan_jupyter.core._run.model_call import PartialMessage
+from mibyan_jupyter.core._run.partial_json import parse_partial
 from mibyan_jupyter.core.messages import (
     AssistantMessage,
     FunctionCall,
@@ -26,8 +28,6 @@ from mibyan_jupyter.core.messages import (
     Usage,
     UserMessage,
 )
-from mibyan_jupyter.core.model_call import PartialMessage
-from mibyan_jupyter.core.partial_json import parse_partial
 from mibyan_jupyter.core.stream import (
     ModelRequest,
     StreamEvent,

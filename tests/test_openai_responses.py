@@ -1,7 +1,7 @@
 """The Responses adapter (stateless ``codex_responses``): input items for every message kind,
 reasoning round-tripped as encrypted content, the request body, error bodies, the stop-reason
-table, and the stream parser replaying real recorded streams (../shared/fixtures/
-provider-streams, skipped when absent) split into awkward chunks, plus inline streams for
+table, and the stream parser replaying real recorded streams
+(``support.PROVIDER_STREAMS``, skipped when absent) split into awkward chunks, plus inline streams for
 summaries, incomplete responses, failures and cut-off streams."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from support import body_of, cassette, splits
 
+from mibyan_jupyter.core._run.model_call import PartialMessage
 from mibyan_jupyter.core.messages import (
     AssistantMessage,
     FunctionCall,
@@ -26,7 +27,6 @@ from mibyan_jupyter.core.messages import (
     Usage,
     UserMessage,
 )
-from mibyan_jupyter.core.model_call import PartialMessage
 from mibyan_jupyter.core.stream import (
     ModelRequest,
     StreamEvent,

@@ -26,15 +26,16 @@ from mibyan_jupyter.core import (
 )
 from mibyan_jupyter.core.signal import AbortSignal
 from mibyan_jupyter.providers.client import ProviderClient
-from mibyan_jupyter.providers.fake_server import (
+from mibyan_jupyter.providers.retry import RetryPolicy
+from mibyan_jupyter.providers.spec import ModelSpec, resolve_model
+from mibyan_jupyter.testing import (
     FakeCall,
     FakeProviderServer,
     FakeReply,
     FakeUsage,
     Fault,
+    fake_model,
 )
-from mibyan_jupyter.providers.retry import RetryPolicy
-from mibyan_jupyter.providers.spec import ModelSpec, resolve_model
 
 MODES = ("chat_completions", "codex_responses", "anthropic_messages")
 SECRET = "sk-test-secret-key-1234567890"
@@ -94,8 +95,8 @@ def client_for(
             **options,  # type: ignore[arg-type]
         )
     )
-    client.register("main", resolve_model(f"fake:main-model@{server.base_url}", api_mode=mode))
-    client.register("backup", resolve_model(f"fake:backup-model@{server.base_url}", api_mode=mode))
+    client.register("main", fake_model(server, "main-model", api_mode=mode))
+    client.register("backup", fake_model(server, "backup-model", api_mode=mode))
     return client
 
 
@@ -322,9 +323,7 @@ async def test_credential_refresh_is_tried_once_before_failing_over(
 
     server.push(Fault("status", status=401), FakeReply("authorised now"))
     client = client_for(server, "chat_completions", refresh_credentials=refresh)
-    client.register(
-        "main", resolve_model(f"fake:main-model@{server.base_url}", key_env="MIBYAN_TEST_KEY")
-    )
+    client.register("main", fake_model(server, "main-model", key_env="MIBYAN_TEST_KEY"))
     agent = agent_for(client, Recorder())
     assert await agent.achat("hi") == "authorised now"
     assert refreshed == ["main-model"]
@@ -339,9 +338,7 @@ async def test_auth_failure_with_no_new_key_fails_over(
     server.push(Fault("status", status=401), FakeReply("backup ok"))
     recorder = Recorder()
     client = client_for(server, "chat_completions", fallback=("backup",))
-    client.register(
-        "main", resolve_model(f"fake:main-model@{server.base_url}", key_env="MIBYAN_TEST_KEY")
-    )
+    client.register("main", fake_model(server, "main-model", key_env="MIBYAN_TEST_KEY"))
     agent = agent_for(client, recorder)
     assert await agent.achat("hi") == "backup ok"
     assert [f.reason for f in recorder.of(FallbackNotice)] == ["auth"]
@@ -409,7 +406,7 @@ async def test_abort_mid_stream_closes_promptly_with_the_partial(
 async def test_abort_while_waiting_to_retry_ends_at_once(server: FakeProviderServer) -> None:
     server.push(Fault("status", status=429, retry_after=30))
     client = tracked(ProviderClient(retry=RetryPolicy()))  # the real, interruptible sleep
-    client.register("main", resolve_model(f"fake:m@{server.base_url}"))
+    client.register("main", fake_model(server, "m"))
     agent = Agent(stream_fn=client, model="main")
     agent.subscribe(lambda e: agent.abort() if isinstance(e, RetryNotice) else None)
     start = time.perf_counter()
@@ -437,9 +434,7 @@ async def test_key_goes_in_the_right_header_and_nowhere_else(
     client = client_for(server, mode)
     client.register(
         "main",
-        resolve_model(
-            f"fake:main-model@{server.base_url}", api_mode=mode, key_env="MIBYAN_TEST_KEY"
-        ),
+        fake_model(server, "main-model", api_mode=mode, key_env="MIBYAN_TEST_KEY"),
     )
     agent = agent_for(client, recorder)
     await agent.achat("hi")
@@ -513,9 +508,7 @@ async def test_an_adapter_bug_ends_the_stream_with_a_redacted_error(
     monkeypatch.setenv("MIBYAN_TEST_KEY", SECRET)
     server.push(FakeReply("never parsed"))
     client = client_for(server, "chat_completions")
-    client.register(
-        "main", resolve_model(f"fake:main-model@{server.base_url}", key_env="MIBYAN_TEST_KEY")
-    )
+    client.register("main", fake_model(server, "main-model", key_env="MIBYAN_TEST_KEY"))
     agent = agent_for(client, Recorder())
     await agent.achat("hi")
     final = agent.state.messages[-1]

@@ -40,8 +40,8 @@ from mibyan_jupyter.core import (
     Usage,
     tool,
 )
-from mibyan_jupyter.core.grammar import CANCELLED
 from mibyan_jupyter.core.stream import ModelRequest, StreamEvent, StreamFn
+from mibyan_jupyter.core.tools import CANCELLED
 from mibyan_jupyter.store.db import Database, StoreError
 from mibyan_jupyter.store.records import insert_session, load_messages
 from mibyan_jupyter.store.writer import StoreWriter, provider_label
@@ -462,9 +462,8 @@ async def test_no_secret_from_the_environment_reaches_the_file(
     """A key in the environment travels with every request, and the fake server echoes it
     in an error message, as real APIs do for a wrong key; none of it may be stored."""
     from mibyan_jupyter.providers.client import ProviderClient
-    from mibyan_jupyter.providers.fake_server import FakeReply, Fault
     from mibyan_jupyter.providers.retry import RetryPolicy
-    from mibyan_jupyter.providers.spec import resolve_model
+    from mibyan_jupyter.testing import FakeReply, Fault, fake_model
 
     secret = "sk-mibyan-test-0123456789abcdef"
     monkeypatch.setenv("MIBYAN_TEST_PROVIDER_KEY", secret)
@@ -475,9 +474,7 @@ async def test_no_secret_from_the_environment_reaches_the_file(
     client = ProviderClient(retry=RetryPolicy(max_retries=0))
     client.register(
         "main",
-        resolve_model(
-            f"fake:main-model@{fake_provider.base_url}", key_env="MIBYAN_TEST_PROVIDER_KEY"
-        ),
+        fake_model(fake_provider, "main-model", key_env="MIBYAN_TEST_PROVIDER_KEY"),
     )
     path = tmp_path / "sessions.sqlite3"
     try:

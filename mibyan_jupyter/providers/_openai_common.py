@@ -251,10 +251,6 @@ class MessageBuilder:
     def calls(self) -> int:
         return len(self._calls)
 
-    @property
-    def has_text(self) -> bool:
-        return bool(self._text)
-
     def text(self, delta: str, out: list[StreamEvent]) -> None:
         if self._open is not _TEXT:
             self.close(out)

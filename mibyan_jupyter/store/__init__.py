@@ -5,7 +5,9 @@ Start with :class:`SessionStore` (the default database lives in the Jupyter data
 loads ``sqlite3`` only; the top-level package does not import it.
 """
 
+from mibyan_jupyter.store.approval_rules import ApprovalRules
 from mibyan_jupyter.store.db import Database, StoreError, default_path
+from mibyan_jupyter.store.liveness import Liveness, Owner, ProcessLiveness
 from mibyan_jupyter.store.resume import PendingApproval, pending_approvals, repair, resume_agent
 from mibyan_jupyter.store.search import SearchHit, search
 from mibyan_jupyter.store.session_api import approval_policy, attach, recorded_agent, resume
@@ -19,8 +21,12 @@ from mibyan_jupyter.store.writer import StoreWriter
 
 __all__ = [
     "AmbiguousSessionError",
+    "ApprovalRules",
     "Database",
+    "Liveness",
+    "Owner",
     "PendingApproval",
+    "ProcessLiveness",
     "SearchHit",
     "SessionInfo",
     "SessionNotFoundError",

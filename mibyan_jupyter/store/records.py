@@ -9,8 +9,6 @@ next to a few denormalized columns for queries and the full-text index.
 from __future__ import annotations
 
 import json
-import os
-import socket
 import sqlite3
 import time
 import uuid
@@ -30,6 +28,7 @@ from mibyan_jupyter.core.messages import (
 )
 from mibyan_jupyter.secrets import REDACT, scrub_config
 from mibyan_jupyter.store.db import Database
+from mibyan_jupyter.store.liveness import LIVE_STATUSES, Owner
 
 TITLE_LENGTH = 80
 _TOOL_CALLS: TypeAdapter[tuple[ToolCall, ...]] = TypeAdapter(tuple[ToolCall, ...])
@@ -194,14 +193,12 @@ def update_status(
     conn: sqlite3.Connection, session_id: str, status: str, *, end_reason: str | None = None
 ) -> None:
     """:func:`set_status` inside a transaction the caller holds. ``running`` (and
-    ``awaiting_approval``) also record which process owns the session, so a session whose
-    kernel died can be shown as interrupted."""
+    ``awaiting_approval``) also record which process owns the session
+    (:meth:`~.liveness.Owner.this_process`), so a session whose kernel died can be shown
+    as interrupted."""
     now = time.time()
-    owner = (
-        (os.getpid(), socket.gethostname())
-        if status in ("running", "awaiting_approval")
-        else (None, None)
-    )
+    live = Owner.this_process() if status in LIVE_STATUSES else Owner(None, None)
+    owner = (live.pid, live.host)
     conn.execute(
         "UPDATE sessions SET status = ?, owner_pid = ?, owner_host = ?, updated_at = ?,"
         " ended_at = CASE WHEN ? = 'idle' THEN ? ELSE ended_at END,"

@@ -3,7 +3,7 @@
 The store keeps what happened, including the damage a crash leaves: an assistant message
 whose tool calls never got results (the kernel died mid-batch, or a fork cut the batch),
 aborted partial replies. Providers reject a tool call without a result, so before the
-model sees the transcript (decision 5) :func:`repair` gives each such call a synthetic
+model sees the transcript (docs/architecture.md, "Decisions", 5) :func:`repair` gives each such call a synthetic
 error result saying the outcome is unknown and the call may or may not have run; a call
 known never to have started (it was waiting for approval) says so instead. Aborted and
 failed replies stay for display; the core's ``ModelView`` already leaves them out.
@@ -94,14 +94,13 @@ def repair(messages: Sequence[Message], *, not_run: Collection[str] = ()) -> lis
 
 def _resolve(store: SessionStore, session_id: str, notebook_path: str | None) -> SessionInfo:
     """``"last"`` (of the notebook, when given) or an id/prefix, then the newest
-    compression descendant: the session that continues the conversation."""
-    if session_id == "last":
-        found = store.last(notebook_path)
-        if found is None:
-            where = f" for {notebook_path}" if notebook_path else ""
-            raise StoreError(f"no session to resume{where}")
-        session_id = found.id
-    return store.newest_compression_descendant(session_id)
+    compression descendant: the session that continues the conversation (one sweep for
+    dead owners, in :meth:`SessionStore.resolve`)."""
+    found = store.resolve(session_id, notebook=notebook_path)
+    if found is None:
+        where = f" for {notebook_path}" if notebook_path else ""
+        raise StoreError(f"no session to resume{where}")
+    return found
 
 
 def load_transcript(store: SessionStore, session_id: str) -> list[Message]:
@@ -113,21 +112,24 @@ def load_transcript(store: SessionStore, session_id: str) -> list[Message]:
 def pending_approvals(store: SessionStore, session_id: str) -> list[PendingApproval]:
     """Tool calls still awaiting approval (and without a result) in the session that
     continues ``session_id``, in the order they were asked."""
-    info = _resolve(store, session_id, None)
+    return _pending(store, _resolve(store, session_id, None).id)
+
+
+def _pending(store: SessionStore, session_id: str) -> list[PendingApproval]:
     rows = store.db.conn.execute(
         "SELECT call_id, name, arguments, reason, requested_at FROM tool_calls t"
         " WHERE t.session_id = ? AND t.status = 'awaiting_approval' AND NOT EXISTS"
         " (SELECT 1 FROM messages m WHERE m.session_id = t.session_id"
         "  AND m.tool_call_id = t.call_id)"
         " ORDER BY coalesce(t.requested_at, t.started_at), t.rowid",
-        (info.id,),
+        (session_id,),
     )
-    return [PendingApproval(info.id, *row) for row in rows]
+    return [PendingApproval(session_id, *row) for row in rows]
 
 
 def resume_agent(
     store: SessionStore,
-    session_id: str = "last",
+    session_id: str | SessionInfo = "last",
     *,
     stream_fn: StreamFn,
     notebook_path: str | None = None,
@@ -140,9 +142,16 @@ def resume_agent(
     The model comes from the session and the system prompt from its config
     (``"system_prompt"``); ``agent_kwargs`` (tools, approval, budget, ...) are passed on
     and win over both. The agent has no subscribers: wire the store's writer to it.
+
+    A :class:`SessionInfo` (what :meth:`SessionStore.resolve` returns) is taken as the
+    session to continue, as it is: the caller has resolved it, so the store is not read
+    for it again (opening a session sweeps for dead owners once, in ``resolve``).
     """
-    info = _resolve(store, session_id, notebook_path)
-    waiting = {p.call_id for p in pending_approvals(store, info.id)}
+    if isinstance(session_id, SessionInfo):
+        info = session_id
+    else:
+        info = _resolve(store, session_id, notebook_path)
+    waiting = {p.call_id for p in _pending(store, info.id)}
     messages = repair(load_messages(store.db, info.id), not_run=waiting)
     options: dict[str, Any] = {}
     if info.model:

@@ -5,82 +5,54 @@ Decisions worth knowing:
 
 * **Ids by prefix.** A unique prefix of at least 6 characters is accepted wherever an id
   is, like git's short hashes; an ambiguous one lists the candidates instead of guessing.
-* **Status stays true after a crash.** A kernel that dies cannot say so, so every read
-  (``get``, ``last``, ``list``) first turns sessions still marked running/awaiting
-  approval by a process of this host that no longer exists into ``interrupted``.
+* **Status stays true after a crash.** A kernel that dies cannot say so, so each public
+  read (``get``, ``last``, ``list``, ``resolve``, ...) first sweeps once: sessions still
+  marked running/awaiting approval whose owner is not alive become ``interrupted``. Whether
+  an owner is alive is decided in one place, :mod:`.liveness` (the store's ``liveness``).
+  Opening a session to continue it is one call, :meth:`SessionStore.resolve`, so one sweep.
 * **Fork** copies the messages (and the records of their tool calls) into a new session
   in one transaction, so a crash leaves either no fork or a whole one. Usage is not
   copied: a session's cost is what was spent in it.
 * **Config holds no secrets.** Keys named like credentials are dropped and the values of
-  secret environment variables are blanked before a config is written (decision 7).
+  secret environment variables are blanked before a config is written
+  (docs/architecture.md, "Decisions", 7).
+* **"Always" approval decisions** live in :mod:`.approval_rules`; the three methods here
+  are the store's face for them.
 """
 
 from __future__ import annotations
 
 import builtins
-import json
-import os
-import socket
-import sys
 import time
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from mibyan_jupyter.secrets import scrub_config
+from mibyan_jupyter.store import session_queries as queries
+from mibyan_jupyter.store.approval_rules import ApprovalRules
 from mibyan_jupyter.store.db import Database, StoreError
+from mibyan_jupyter.store.liveness import Liveness, ProcessLiveness, interrupt_dead_owners
 from mibyan_jupyter.store.records import insert_session, new_id
-
-MIN_PREFIX = 6
-SortKey = Literal["updated", "created", "title"]
-_SORT_COLUMNS: dict[str, str] = {
-    "updated": "s.updated_at",
-    "created": "s.created_at",
-    "title": "s.title",
-}
-_LIVE = ("running", "awaiting_approval")
-
-
-class SessionNotFoundError(StoreError):
-    """No session has this id (or unique id prefix)."""
-
-
-class AmbiguousSessionError(StoreError):
-    """An id prefix matches several sessions; the message lists them."""
-
-
-@dataclass(frozen=True, slots=True)
-class SessionInfo:
-    """A session row with its message count and cost (``None``: no known price)."""
-
-    id: str
-    title: str
-    model: str | None
-    api_mode: str | None
-    notebook_path: str | None
-    status: str
-    parent_id: str | None
-    link_kind: str | None
-    fork_at: int | None
-    created_at: float
-    updated_at: float
-    ended_at: float | None
-    end_reason: str | None
-    message_count: int
-    cost: float | None
-    config: dict[str, Any] = field(default_factory=dict, hash=False)
-
-
-_SELECT = (
-    "SELECT s.id, s.title, s.model, s.api_mode, s.notebook_path, s.status, s.parent_id,"
-    " s.link_kind, s.fork_at, s.created_at, s.updated_at, s.ended_at, s.end_reason,"
-    " (SELECT count(*) FROM messages m WHERE m.session_id = s.id),"
-    " (SELECT sum(u.cost) FROM usage_ledger u WHERE u.session_id = s.id),"
-    " s.config FROM sessions s"
+from mibyan_jupyter.store.session_queries import (
+    MIN_PREFIX,
+    AmbiguousSessionError,
+    SessionFilter,
+    SessionInfo,
+    SessionNotFoundError,
+    SortKey,
 )
-_FIELDS = [f.name for f in fields(SessionInfo)]
+
+__all__ = [
+    "MIN_PREFIX",
+    "AmbiguousSessionError",
+    "SessionInfo",
+    "SessionNotFoundError",
+    "SessionStore",
+    "SortKey",
+]
+
 _MESSAGE_COLUMNS = (
     "seq, role, text, data, tool_calls, tool_call_id, tool_name, stop_reason, usage, model,"
     " aborted, created_at"
@@ -91,39 +63,18 @@ _TOOL_CALL_COLUMNS = (
 )
 
 
-def _info(row: Sequence[Any]) -> SessionInfo:
-    columns = dict(zip(_FIELDS, row, strict=True))
-    columns["config"] = json.loads(columns["config"])
-    return SessionInfo(**columns)
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether process ``pid`` of this host exists; unsure means alive (never mark a
-    running session interrupted by mistake). Windows has no harmless probe: always True."""
-    if pid == os.getpid() or sys.platform == "win32":
-        return True
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # PermissionError: it exists, under another user
-        return True
-    return True
-
-
-def _timestamp(value: float | datetime | None) -> float | None:
-    return value.timestamp() if isinstance(value, datetime) else value
-
-
 class SessionStore:
     """The sessions of one database. Pass a path (default: :func:`default_path`) or an
-    open :class:`Database` (which the store then does not close)."""
+    open :class:`Database` (which the store then does not close), and optionally the
+    :class:`~.liveness.Liveness` that decides whether a session's owner is alive."""
 
-    def __init__(self, path: str | Path | Database | None = None) -> None:
+    def __init__(
+        self, path: str | Path | Database | None = None, *, liveness: Liveness | None = None
+    ) -> None:
         self._owns = not isinstance(path, Database)
         self.db = path if isinstance(path, Database) else Database(path)
+        self.liveness: Liveness = liveness if liveness is not None else ProcessLiveness()
+        self.approval_rules = ApprovalRules(self.db)
 
     def close(self) -> None:
         if self._owns:
@@ -154,38 +105,25 @@ class SessionStore:
             notebook_path=notebook_path,
             config=scrub_config(config or {}),
         )
-        return self._by_id(session_id)
+        return queries.by_id(self.db, session_id)
 
     def get(self, id_or_prefix: str) -> SessionInfo:
         """The session with this id, or the only one whose id starts with it (6+ chars)."""
         self.mark_interrupted_if_dead()
-        row = self.db.conn.execute(_SELECT + " WHERE s.id = ?", (id_or_prefix,)).fetchone()
-        if row is not None:
-            return _info(row)
-        if len(id_or_prefix) < MIN_PREFIX:
-            raise SessionNotFoundError(
-                f"no session {id_or_prefix!r} (an id prefix needs {MIN_PREFIX}+ characters)"
-            )
-        rows = self.db.conn.execute(
-            "SELECT id, title FROM sessions WHERE substr(id, 1, ?) = ? ORDER BY updated_at DESC",
-            (len(id_or_prefix), id_or_prefix),
-        ).fetchall()
-        if not rows:
-            raise SessionNotFoundError(f"no session {id_or_prefix!r}")
-        if len(rows) > 1:
-            listed = "; ".join(f"{sid} ({title or 'untitled'})" for sid, title in rows[:10])
-            more = f" and {len(rows) - 10} more" if len(rows) > 10 else ""
-            raise AmbiguousSessionError(
-                f"{id_or_prefix!r} matches {len(rows)} sessions: {listed}{more}; "
-                "give more characters of the id"
-            )
-        return self._by_id(rows[0][0])
+        return queries.find(self.db, id_or_prefix)
 
-    def _by_id(self, session_id: str) -> SessionInfo:
-        row = self.db.conn.execute(_SELECT + " WHERE s.id = ?", (session_id,)).fetchone()
-        if row is None:
-            raise SessionNotFoundError(f"no session {session_id!r}")
-        return _info(row)
+    def resolve(self, target: str = "last", *, notebook: str | None = None) -> SessionInfo | None:
+        """The session that continues ``target`` (``"last"``: the most recent session, of
+        ``notebook`` when given; else an id or prefix), following ``compression`` children
+        to the newest; ``None`` when ``target`` is ``"last"`` and there is no session. One
+        sweep for dead owners: this is the read that opening a session needs."""
+        self.mark_interrupted_if_dead()
+        if target == "last":
+            found = queries.select(self.db, SessionFilter(notebook=notebook, limit=1))
+            if not found:
+                return None
+            target = found[0].id
+        return queries.newest_descendant(self.db, queries.find(self.db, target).id)
 
     def last(self, notebook_path: str | None = None) -> SessionInfo | None:
         """The most recently updated session (of this notebook, when given)."""
@@ -207,31 +145,11 @@ class SessionStore:
         """Sessions matching every filter given. ``since``/``until`` (epoch seconds or
         datetimes) keep sessions active in that window: updated at or after ``since``,
         created at or before ``until``."""
-        if sort not in _SORT_COLUMNS:
-            raise ValueError(f"sort must be one of {sorted(_SORT_COLUMNS)}, not {sort!r}")
+        where = SessionFilter(notebook, model, since, until, status, sort, descending, limit)
+        if sort not in queries.SORT_COLUMNS:
+            raise ValueError(f"sort must be one of {sorted(queries.SORT_COLUMNS)}, not {sort!r}")
         self.mark_interrupted_if_dead()
-        where: builtins.list[str] = []
-        params: builtins.list[Any] = []
-        for clause, value in (
-            ("s.notebook_path = ?", notebook),
-            ("s.model = ?", model),
-            ("s.updated_at >= ?", _timestamp(since)),
-            ("s.created_at <= ?", _timestamp(until)),
-        ):
-            if value is not None:
-                where.append(clause)
-                params.append(value)
-        if status is not None:
-            statuses = [status] if isinstance(status, str) else builtins.list(status)
-            where.append(f"s.status IN ({','.join('?' * len(statuses))})")
-            params += statuses
-        query = _SELECT + (" WHERE " + " AND ".join(where) if where else "")
-        order = "DESC" if descending else "ASC"
-        query += f" ORDER BY {_SORT_COLUMNS[sort]} {order}, s.rowid {order}"
-        if limit is not None:
-            query += " LIMIT ?"
-            params.append(limit)
-        return [_info(row) for row in self.db.conn.execute(query, params)]
+        return queries.select(self.db, where)
 
     # -- changing sessions ------------------------------------------------------------
 
@@ -239,7 +157,7 @@ class SessionStore:
         info = self.get(session_id)
         with self.db.transaction() as conn:
             conn.execute("UPDATE sessions SET title = ? WHERE id = ?", (title.strip(), info.id))
-        return self._by_id(info.id)
+        return queries.by_id(self.db, info.id)
 
     def delete(self, session_id: str) -> None:
         """Delete a session with its messages (and their search index rows), tool calls
@@ -282,17 +200,13 @@ class SessionStore:
                 " (SELECT 1 FROM messages m WHERE m.session_id = ? AND m.tool_call_id = t.call_id)",
                 (child, parent.id, child),
             )
-        return self._by_id(child)
+        return queries.by_id(self.db, child)
 
     # -- lineage ----------------------------------------------------------------------
 
     def children(self, session_id: str) -> builtins.list[SessionInfo]:
         """Sessions forked or compressed from this one, oldest first."""
-        info = self.get(session_id)
-        rows = self.db.conn.execute(
-            _SELECT + " WHERE s.parent_id = ? ORDER BY s.created_at, s.rowid", (info.id,)
-        )
-        return [_info(row) for row in rows]
+        return queries.children(self.db, self.get(session_id).id)
 
     def lineage(self, session_id: str) -> builtins.list[SessionInfo]:
         """The ancestors of a session, root first, parent last (itself not included)."""
@@ -300,7 +214,7 @@ class SessionStore:
         ancestors: builtins.list[SessionInfo] = []
         seen = {current.id}
         while current.parent_id is not None and current.parent_id not in seen:
-            current = self._by_id(current.parent_id)
+            current = queries.by_id(self.db, current.parent_id)
             seen.add(current.id)
             ancestors.append(current)
         return ancestors[::-1]
@@ -308,62 +222,26 @@ class SessionStore:
     def newest_compression_descendant(self, session_id: str) -> SessionInfo:
         """Follow ``compression`` children (the newest at each step) to the session that
         continues this conversation; the session itself when it was never compressed."""
-        current = self.get(session_id).id
-        seen = {current}
-        while True:
-            row = self.db.conn.execute(
-                "SELECT id FROM sessions WHERE parent_id = ? AND link_kind = 'compression'"
-                " ORDER BY created_at DESC, rowid DESC LIMIT 1",
-                (current,),
-            ).fetchone()
-            if row is None or row[0] in seen:
-                return self._by_id(current)
-            current = row[0]
-            seen.add(current)
+        return queries.newest_descendant(self.db, self.get(session_id).id)
 
     # -- status -----------------------------------------------------------------------
 
     def mark_interrupted_if_dead(self) -> builtins.list[str]:
-        """Sessions running (or awaiting approval) in a process of this host that no
-        longer exists become ``interrupted``; returns their ids. ``updated_at`` is kept,
-        so an old crash does not become the "last" session."""
-        host = socket.gethostname()
-        rows = self.db.conn.execute(
-            "SELECT id, owner_pid FROM sessions WHERE status IN (?, ?) AND owner_host = ?",
-            (*_LIVE, host),
-        ).fetchall()
-        dead = [(sid, pid) for sid, pid in rows if pid is not None and not pid_alive(pid)]
-        if not dead:
-            return []
-        with self.db.transaction() as conn:
-            for sid, pid in dead:  # re-checked in the lock: another kernel may own it now
-                conn.execute(
-                    "UPDATE sessions SET status = 'interrupted', end_reason = 'interrupted',"
-                    " owner_pid = NULL, owner_host = NULL WHERE id = ? AND status IN (?, ?)"
-                    " AND owner_pid = ? AND owner_host = ?",
-                    (sid, *_LIVE, pid, host),
-                )
-        return [sid for sid, _ in dead]
+        """Sessions running (or awaiting approval) whose owner :attr:`liveness` calls dead
+        become ``interrupted``; returns their ids (see
+        :func:`~.liveness.interrupt_dead_owners`)."""
+        return interrupt_dead_owners(self.db, self.liveness)
 
-    # -- "always" approval decisions --------------------------------------------------
+    # -- "always" approval decisions (kept by .approval_rules) --------------------------
 
     def always_rules(self) -> dict[str, bool]:
         """Remembered "always" decisions, for ``ApprovalPolicy(always=...)``."""
-        rows = self.db.conn.execute("SELECT tool, approved FROM approval_rules ORDER BY tool")
-        return {tool: bool(approved) for tool, approved in rows}
+        return self.approval_rules.all()
 
     def save_always_rule(self, tool: str, approved: bool) -> None:
         """Persist an "always" decision (``ApprovalPolicy(on_always=...)``)."""
-        with self.db.transaction() as conn:
-            conn.execute(
-                "INSERT INTO approval_rules (tool, approved, created_at) VALUES (?, ?, ?)"
-                " ON CONFLICT (tool) DO UPDATE SET approved = excluded.approved,"
-                " created_at = excluded.created_at",
-                (tool, int(approved), time.time()),
-            )
+        self.approval_rules.save(tool, approved)
 
     def forget_always_rule(self, tool: str) -> bool:
         """Drop a remembered decision; whether there was one."""
-        with self.db.transaction() as conn:
-            cursor = conn.execute("DELETE FROM approval_rules WHERE tool = ?", (tool,))
-        return cursor.rowcount > 0
+        return self.approval_rules.forget(tool)

@@ -2,7 +2,7 @@
 
 The loop never calls the store; ``agent.subscribe(StoreWriter(db, session_id))`` is the
 whole wiring. What is written, each in its own short transaction, so a kernel killed at
-any point loses at most the message being streamed (DESIGN, decision 4):
+any point loses at most the message being streamed (docs/architecture.md, "Decisions", 4):
 
 * every finished message (``MessageEnd``), and for an assistant message its usage-ledger
   row in the same transaction: model, provider, api, tokens, cost, latency, retries and
@@ -49,9 +49,9 @@ from mibyan_jupyter.core.events import (
     TurnEnd,
     TurnStart,
 )
-from mibyan_jupyter.core.grammar import CANCELLED
 from mibyan_jupyter.core.messages import AssistantMessage, content_text
 from mibyan_jupyter.core.notices import CompactionNotice, FallbackNotice, RetryNotice
+from mibyan_jupyter.core.tools import CANCELLED
 from mibyan_jupyter.secrets import REDACT
 from mibyan_jupyter.store.db import Database, StoreError
 from mibyan_jupyter.store.records import index_pending, insert_message, update_status

@@ -8,7 +8,9 @@ a script is loaded from JSON (:func:`parse_script`), unknown keys included.
 from __future__ import annotations
 
 import dataclasses
+import email.utils
 import json
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
@@ -36,8 +38,8 @@ _STRICT_KEYS = ConfigDict(extra="forbid")  # a typo in a JSON script is an error
 @dataclass(frozen=True)
 class FakeUsage:
     """Normalized token counts of a scripted reply; ``output`` includes ``reasoning``. How
-    each API reports them is in ``_fake_wire``'s docstring (``cache_write`` reaches
-    Anthropic only, ``reasoning`` the OpenAI APIs only)."""
+    each API reports them is in :mod:`mibyan_jupyter.testing.wire`'s docstring
+    (``cache_write`` reaches Anthropic only, ``reasoning`` the OpenAI APIs only)."""
 
     __pydantic_config__ = _STRICT_KEYS
 
@@ -218,3 +220,9 @@ def broken_arguments(fault: Fault) -> FakeReply:
     text = first.arguments if isinstance(first.arguments, str) else json.dumps(first.arguments)
     calls[0] = dataclasses.replace(first, arguments=text[: max(len(text) - 2, 1)])
     return dataclasses.replace(reply, calls=calls)
+
+
+def retry_after_date(seconds: float) -> str:
+    """A ``Retry-After`` HTTP date ``seconds`` from now (whole seconds, as HTTP dates are),
+    for ``Fault("status", retry_after=...)``."""
+    return email.utils.formatdate(time.time() + seconds, usegmt=True)

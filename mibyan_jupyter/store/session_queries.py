@@ -1,0 +1,176 @@
+"""Reading sessions: the :class:`SessionInfo` row, finding one by id or prefix, filtering,
+and following compression children. Plain reads, no writes and no liveness sweep.
+
+Why apart from :class:`~.sessions.SessionStore`: the store's public reads each sweep for dead
+owners once and then compose these; a read made of several lookups (``resolve``: the last
+session, then its newest compression descendant) must not sweep again at every step.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, fields
+from datetime import datetime
+from typing import Any, Literal
+
+from mibyan_jupyter.store.db import Database, StoreError
+
+MIN_PREFIX = 6
+SortKey = Literal["updated", "created", "title"]
+SORT_COLUMNS: dict[str, str] = {
+    "updated": "s.updated_at",
+    "created": "s.created_at",
+    "title": "s.title",
+}
+
+
+class SessionNotFoundError(StoreError):
+    """No session has this id (or unique id prefix)."""
+
+
+class AmbiguousSessionError(StoreError):
+    """An id prefix matches several sessions; the message lists them."""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    """A session row with its message count and cost (``None``: no known price)."""
+
+    id: str
+    title: str
+    model: str | None
+    api_mode: str | None
+    notebook_path: str | None
+    status: str
+    parent_id: str | None
+    link_kind: str | None
+    fork_at: int | None
+    created_at: float
+    updated_at: float
+    ended_at: float | None
+    end_reason: str | None
+    message_count: int
+    cost: float | None
+    config: dict[str, Any] = field(default_factory=dict, hash=False)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionFilter:
+    """What :meth:`~.sessions.SessionStore.list` filters and sorts by (every given filter
+    applies; ``since``/``until`` keep sessions active in that window)."""
+
+    notebook: str | None = None
+    model: str | None = None
+    since: float | datetime | None = None
+    until: float | datetime | None = None
+    status: str | Iterable[str] | None = None
+    sort: SortKey = "updated"
+    descending: bool = True
+    limit: int | None = 50
+
+
+_SELECT = (
+    "SELECT s.id, s.title, s.model, s.api_mode, s.notebook_path, s.status, s.parent_id,"
+    " s.link_kind, s.fork_at, s.created_at, s.updated_at, s.ended_at, s.end_reason,"
+    " (SELECT count(*) FROM messages m WHERE m.session_id = s.id),"
+    " (SELECT sum(u.cost) FROM usage_ledger u WHERE u.session_id = s.id),"
+    " s.config FROM sessions s"
+)
+_FIELDS = [f.name for f in fields(SessionInfo)]
+
+
+def _info(row: Sequence[Any]) -> SessionInfo:
+    columns = dict(zip(_FIELDS, row, strict=True))
+    columns["config"] = json.loads(columns["config"])
+    return SessionInfo(**columns)
+
+
+def _timestamp(value: float | datetime | None) -> float | None:
+    return value.timestamp() if isinstance(value, datetime) else value
+
+
+def by_id(db: Database, session_id: str) -> SessionInfo:
+    """The session with exactly this id."""
+    row = db.conn.execute(_SELECT + " WHERE s.id = ?", (session_id,)).fetchone()
+    if row is None:
+        raise SessionNotFoundError(f"no session {session_id!r}")
+    return _info(row)
+
+
+def find(db: Database, id_or_prefix: str) -> SessionInfo:
+    """The session with this id, or the only one whose id starts with it (6+ chars)."""
+    row = db.conn.execute(_SELECT + " WHERE s.id = ?", (id_or_prefix,)).fetchone()
+    if row is not None:
+        return _info(row)
+    if len(id_or_prefix) < MIN_PREFIX:
+        raise SessionNotFoundError(
+            f"no session {id_or_prefix!r} (an id prefix needs {MIN_PREFIX}+ characters)"
+        )
+    rows = db.conn.execute(
+        "SELECT id, title FROM sessions WHERE substr(id, 1, ?) = ? ORDER BY updated_at DESC",
+        (len(id_or_prefix), id_or_prefix),
+    ).fetchall()
+    if not rows:
+        raise SessionNotFoundError(f"no session {id_or_prefix!r}")
+    if len(rows) > 1:
+        listed = "; ".join(f"{sid} ({title or 'untitled'})" for sid, title in rows[:10])
+        more = f" and {len(rows) - 10} more" if len(rows) > 10 else ""
+        raise AmbiguousSessionError(
+            f"{id_or_prefix!r} matches {len(rows)} sessions: {listed}{more}; "
+            "give more characters of the id"
+        )
+    return by_id(db, rows[0][0])
+
+
+def select(db: Database, where: SessionFilter) -> list[SessionInfo]:
+    """The sessions ``where`` keeps, in its order."""
+    if where.sort not in SORT_COLUMNS:
+        raise ValueError(f"sort must be one of {sorted(SORT_COLUMNS)}, not {where.sort!r}")
+    clauses: list[str] = []
+    params: list[Any] = []
+    for clause, value in (
+        ("s.notebook_path = ?", where.notebook),
+        ("s.model = ?", where.model),
+        ("s.updated_at >= ?", _timestamp(where.since)),
+        ("s.created_at <= ?", _timestamp(where.until)),
+    ):
+        if value is not None:
+            clauses.append(clause)
+            params.append(value)
+    if where.status is not None:
+        statuses = [where.status] if isinstance(where.status, str) else list(where.status)
+        clauses.append(f"s.status IN ({','.join('?' * len(statuses))})")
+        params += statuses
+    query = _SELECT + (" WHERE " + " AND ".join(clauses) if clauses else "")
+    order = "DESC" if where.descending else "ASC"
+    query += f" ORDER BY {SORT_COLUMNS[where.sort]} {order}, s.rowid {order}"
+    if where.limit is not None:
+        query += " LIMIT ?"
+        params.append(where.limit)
+    return [_info(row) for row in db.conn.execute(query, params)]
+
+
+def children(db: Database, session_id: str) -> list[SessionInfo]:
+    """Sessions forked or compressed from this one, oldest first."""
+    rows = db.conn.execute(
+        _SELECT + " WHERE s.parent_id = ? ORDER BY s.created_at, s.rowid", (session_id,)
+    )
+    return [_info(row) for row in rows]
+
+
+def newest_descendant(db: Database, session_id: str) -> SessionInfo:
+    """Follow ``compression`` children (the newest at each step) to the session that
+    continues this conversation; the session itself when it was never compressed."""
+    current = session_id
+    seen = {current}
+    while True:
+        row = db.conn.execute(
+            "SELECT id FROM sessions WHERE parent_id = ? AND link_kind = 'compression'"
+            " ORDER BY created_at DESC, rowid DESC LIMIT 1",
+            (current,),
+        ).fetchone()
+        if row is None or row[0] in seen:
+            return by_id(db, current)
+        current = row[0]
+        seen.add(current)
