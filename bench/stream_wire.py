@@ -184,7 +184,7 @@ def ours_simulated(
     fake = FakeTime()
     rec = Recording(lambda: fake.now)
     try:
-        view = AgentView(HEADER, prompt=None)
+        view = AgentView(HEADER)
         outbox = view._outbox
         outbox.clock = lambda: fake.now
         outbox.schedule = fake.schedule
@@ -210,7 +210,7 @@ def ours_real_loop(n: int) -> dict[str, Any]:
     rec = Recording(time.monotonic)
 
     async def run() -> float:
-        view = AgentView(HEADER, prompt=None)
+        view = AgentView(HEADER)
         view.display()
         rec.sizes.clear()
         stream = events(pieces)

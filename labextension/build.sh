@@ -9,9 +9,14 @@
 # registry is reached only when node_modules is missing or out of date; packages are cached in
 # labextension/.yarn/cache, so nothing lands outside the repo.
 #
+# It also type-checks the live view's front end (mibyan_jupyter/jupyter/view/static/view.js,
+# shipped as is, not bundled) against ops.d.ts, the mirror of the kernel's op types, with
+# `tsc -p tsconfig.view.json`: a type error there fails the build.
+#
 # A second run is fast: `jlpm install` is skipped while package.json, yarn.lock and .yarnrc.yml
-# hash the same as at the last install, and `jlpm build` is skipped while the sources hash the
-# same as at the last build and the built extension is still in place.
+# hash the same as at the last install, the view check while its files hash the same as at
+# the last passing check, and `jlpm build` while the sources hash the same as at the last
+# build and the built extension is still in place.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -68,6 +73,15 @@ if [[ ! -f $install_stamp || "$(cat "$install_stamp")" != "$(fingerprint $instal
     quiet jlpm install
   fi
   fingerprint $install_inputs >"$install_stamp"
+fi
+
+view_stamp=node_modules/.mibyan-view-check-stamp
+view_static="$repo/mibyan_jupyter/jupyter/view/static"
+view_inputs="$(fingerprint "$view_static" tsconfig.view.json yarn.lock)"
+if [[ ! -f $view_stamp || "$(cat "$view_stamp")" != "$view_inputs" ]]; then
+  echo "build.sh: type-check the view (tsc -p tsconfig.view.json)"
+  quiet node node_modules/typescript/bin/tsc -p tsconfig.view.json
+  echo "$view_inputs" >"$view_stamp"
 fi
 
 build_stamp=lib/.mibyan-build-stamp

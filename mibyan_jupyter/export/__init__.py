@@ -1,9 +1,11 @@
-"""Export a session: an nbformat v4 notebook (optionally re-run to check it) or Markdown.
+"""Export a session: an nbformat v4 notebook (optionally re-run to check it) or Markdown,
+and the static transcript a ``%%agent`` cell keeps (:mod:`.transcript`, shown at a run's end
+and by ``%agent resume``): three layouts of the same blocks (:mod:`.render`).
 
 Exports work on a plain transcript plus a :class:`SessionMeta`, so they do not depend on
-the store. Every export redacts known secrets (``providers.credentials.REDACT``) and
+the store. Every export redacts known secrets (``mibyan_jupyter.secrets.REDACT``) and
 sanitizes Markdown, since model output is untrusted. Importing this package is light:
-nbformat, nbclient and nh3 are imported on first use.
+nbformat, nbclient, nh3 and mistune are imported on first use.
 """
 
 from mibyan_jupyter.export.markdown import export_markdown

@@ -12,13 +12,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mibyan_jupyter.core.messages import Message
+from mibyan_jupyter.export.fences import code_span, fence
 from mibyan_jupyter.export.outputs import plain_text
 from mibyan_jupyter.export.render import (
     Code,
     SessionMeta,
     blocks,
-    code_span,
-    fence,
     header,
     redacted,
     redacted_meta,

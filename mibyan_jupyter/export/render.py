@@ -1,9 +1,10 @@
-"""A transcript as a list of blocks both exports are written from.
+"""A transcript as a list of blocks every layout of it is written from.
 
-Why one intermediate form: the notebook and the Markdown export must say the same thing
-(who spoke, which code ran with which output, what a tool returned), and differ only in
-layout. :func:`blocks` makes every content decision once (pairing calls with results,
-truncation, what counts as code that ran); ``notebook.py`` and ``markdown.py`` only lay out.
+Why one intermediate form: the notebook, the Markdown export and the static transcript a
+cell keeps must say the same thing (who spoke, which code ran with which output, what a tool
+returned), and differ only in layout. :func:`blocks` makes every content decision once
+(pairing calls with results, truncation, what counts as code that ran); ``notebook.py``,
+``markdown.py`` and ``transcript.py`` only lay out.
 
 Nothing here imports nbformat: outputs are plain nbformat v4 dicts.
 """
@@ -35,6 +36,7 @@ from mibyan_jupyter.core.messages import (
     UserMessage,
     content_text,
 )
+from mibyan_jupyter.export.fences import clipped, close_open_fence, code_span, fence
 from mibyan_jupyter.export.outputs import normalize_output, stream_output
 from mibyan_jupyter.secrets import REDACT
 
@@ -189,47 +191,6 @@ def iso_time(seconds: float, *, minutes: bool = False) -> str:
     if minutes:
         return moment.strftime("%Y-%m-%d %H:%M UTC")
     return moment.isoformat(timespec="seconds")
-
-
-def fence(text: str, info: str = "") -> str:
-    """``text`` as a fenced code block that nothing inside it can close."""
-    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
-    marks = "`" * max(3, longest + 1)
-    newline = "" if text.endswith("\n") else "\n"
-    return f"{marks}{info}\n{text}{newline}{marks}"
-
-
-def code_span(text: str) -> str:
-    """``text`` as inline code, whatever backticks it holds."""
-    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
-    marks = "`" * (longest + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") else ""
-    return f"{marks}{pad}{text}{pad}{marks}"
-
-
-def clipped(text: str, info: str, limit: int) -> str:
-    """A fenced block of at most ``limit`` characters of ``text``, with a note saying how
-    much was left out."""
-    if len(text) <= limit:
-        return fence(text, info)
-    return f"{fence(text[:limit], info)}\n\n… (truncated, {len(text) - limit:,} more characters)"
-
-
-def close_open_fence(text: str) -> str:
-    """``text`` with a fence it leaves open closed (a reply stopped mid-code-block), so a
-    note after it is not code and, in the Markdown export, the next section is not either."""
-    opened: str | None = None
-    for line in text.split("\n"):
-        stripped = line.lstrip(" ")
-        if len(line) - len(stripped) > 3:
-            continue
-        if opened is None:
-            match = re.match(r"(`{3,}|~{3,})(.*)", stripped)
-            if match and not (match[1][0] == "`" and "`" in match[2]):
-                opened = match[1]
-        elif re.fullmatch(rf"{re.escape(opened[0])}{{{len(opened)},}}[ \t]*", stripped):
-            opened = None
-    return text if opened is None else f"{text.rstrip()}\n{opened}"
 
 
 def _user_body(content: Content) -> str:

@@ -1,5 +1,5 @@
 """The live view, kernel side: agent events in, widget messages out; front-end messages in,
-callbacks out. No kernel: a recording comm stands in for it (notes/jupyter-testing.md)."""
+callbacks out. No kernel: a recording comm stands in for it (docs/architecture.md, "Tests")."""
 
 from __future__ import annotations
 
@@ -93,7 +93,7 @@ async def test_a_real_run_streams_ops_in_order(recorder: Recorder) -> None:
         ],
         chunk_size=4,
     )
-    view = AgentView(HEADER, prompt="add one and one", risk_note=lambda n, a: f"{n} runs code")
+    view = AgentView(HEADER, risk_note=lambda n, a: f"{n} runs code")
     approver = ClickingApprover(view, {"action": "approve", "scope": "once", "reason": ""})
     agent = Agent(stream_fn=model, tools=[run_python], approval=ApprovalGate(approver=approver))
     view.display()
@@ -104,7 +104,7 @@ async def test_a_real_run_streams_ops_in_order(recorder: Recorder) -> None:
     batches = recorder.batches()
     assert [b[0] for b in batches] == list(range(len(batches)))
     kinds = recorder.kinds()
-    assert kinds[:2] == ["header", "user"]  # the prompt once, not again from its event
+    assert kinds[:2] == ["header", "user"]  # the prompt once, from its event
     assert kinds.count("user") == 1
     assert recorder.ops("header")[0] == {
         "op": "header",
@@ -156,7 +156,7 @@ async def test_a_real_run_streams_ops_in_order(recorder: Recorder) -> None:
 def test_structural_ops_flush_pending_text_first(recorder: Recorder) -> None:
     """With no running loop and a long interval, text waits; a tool card pushes it out
     ahead of itself, in one message."""
-    view = AgentView(HEADER, prompt=None, flush_interval=3600)  # not displayed: no flush yet
+    view = AgentView(HEADER, flush_interval=3600)  # not displayed: no flush yet
     events = list(reply_events(["Checking ", "now "]))
     for event in events[:3]:  # start, text start, first delta: flushed at the leading edge
         view(event)
@@ -169,7 +169,7 @@ def test_structural_ops_flush_pending_text_first(recorder: Recorder) -> None:
 
 
 def test_budget_bars_move_with_each_update(recorder: Recorder) -> None:
-    view = AgentView(HEADER, prompt=None)
+    view = AgentView(HEADER)
     for used in (1, 2):
         view(
             BudgetUpdated(
@@ -194,7 +194,7 @@ def test_budget_bars_move_with_each_update(recorder: Recorder) -> None:
 
 def test_context_bar_counts_cached_input(recorder: Recorder) -> None:
     header = ViewHeader("", "s", "m", demo=False, context_window=None)
-    view = AgentView(header, prompt=None)
+    view = AgentView(header)
     usage = Usage(input=300, cache_read=600, cache_write=100, output=50)
     view(MessageEnd(message=AssistantMessage(content="ok", usage=usage)))
     assert recorder.ops("bar") == [
@@ -203,7 +203,7 @@ def test_context_bar_counts_cached_input(recorder: Recorder) -> None:
 
 
 def test_retry_and_fallback_clear_the_partial_reply(recorder: Recorder) -> None:
-    view = AgentView(HEADER, prompt=None)
+    view = AgentView(HEADER)
     events = list(reply_events(["first try"]))
     for event in events[:3]:
         view(event)
@@ -240,10 +240,10 @@ def test_retry_and_fallback_clear_the_partial_reply(recorder: Recorder) -> None:
 
 
 def test_notices_queued_prompts_and_steering_messages(recorder: Recorder) -> None:
-    view = AgentView(HEADER, prompt="first")
+    view = AgentView(HEADER)
     view.show_queued("and plot it", "steer")
     view.show_notice("No front end answered.", level="warning")
-    view(MessageEnd(message=UserMessage(content="first")))  # the cell's own prompt
+    view(MessageEnd(message=UserMessage(content="first")))  # the cell's own prompt: shown once
     view(MessageEnd(message=UserMessage(content="and plot it")))  # injected steering
     assert recorder.ops("queued") == [{"op": "queued", "mode": "steer", "text": "and plot it"}]
     assert recorder.ops("notice") == [
@@ -253,7 +253,7 @@ def test_notices_queued_prompts_and_steering_messages(recorder: Recorder) -> Non
 
 
 def test_errors_and_stops_are_noticed(recorder: Recorder) -> None:
-    view = AgentView(HEADER, prompt=None)
+    view = AgentView(HEADER)
     view(MessageEnd(message=AssistantMessage(stop_reason="error", error_message="HTTP 500")))
     view(MessageEnd(message=AssistantMessage(content="half", stop_reason="aborted")))
     view(AgentEnd(messages=(), reason="budget_exhausted"))
@@ -267,7 +267,7 @@ def test_errors_and_stops_are_noticed(recorder: Recorder) -> None:
 
 
 def test_tool_card_images_only_valid_png(recorder: Recorder) -> None:
-    view = AgentView(HEADER, prompt=None)
+    view = AgentView(HEADER)
     outputs = [
         {"output_type": "display_data", "data": {"image/png": PNG}, "metadata": {}},
         {"output_type": "display_data", "data": {"image/png": '" onerror="alert(1)'}},
@@ -288,7 +288,7 @@ def test_tool_card_images_only_valid_png(recorder: Recorder) -> None:
 
 
 def test_denied_calls_stay_denied(recorder: Recorder) -> None:
-    view = AgentView(HEADER, prompt=None)
+    view = AgentView(HEADER)
     view(ToolExecutionStart(call_id="c1", name="shell", args={"command": "rm -rf /"}))
     view(
         ApprovalResolved(
@@ -321,7 +321,7 @@ def ask(view: AgentView, call_id: str = "c1") -> None:
 def test_decisions_from_the_front_end(
     recorder: Recorder, content: dict[str, Any], expected: Decision
 ) -> None:
-    view = AgentView(HEADER, prompt=None)
+    view = AgentView(HEADER)
     got: list[tuple[str, Decision]] = []
     view.on_decision(lambda call_id, decision: got.append((call_id, decision)))
     ask(view)
@@ -330,7 +330,7 @@ def test_decisions_from_the_front_end(
 
 
 def test_stale_double_and_malformed_decisions_are_ignored(recorder: Recorder) -> None:
-    view = AgentView(HEADER, prompt=None)
+    view = AgentView(HEADER)
     got: list[str] = []
     view.on_decision(lambda call_id, decision: got.append(call_id))
     click(view, {"type": "decision", "call_id": "c1", "action": "approve", "scope": "once"})
@@ -348,7 +348,7 @@ def test_stale_double_and_malformed_decisions_are_ignored(recorder: Recorder) ->
 
 
 def test_stop_and_rendered_reach_their_callbacks(recorder: Recorder) -> None:
-    view = AgentView(HEADER, prompt="hi")
+    view = AgentView(HEADER)
     stops: list[int] = []
     renders: list[int] = []
     view.on_stop(lambda: stops.append(1))
@@ -366,7 +366,7 @@ def test_stop_and_rendered_reach_their_callbacks(recorder: Recorder) -> None:
 
 
 def test_rendered_replays_what_the_front_end_missed(recorder: Recorder) -> None:
-    view = AgentView(HEADER, prompt="hi")
+    view = AgentView(HEADER)
     view.display()
     view.show_notice("one")
     view.show_notice("two")
@@ -379,7 +379,7 @@ def test_rendered_replays_what_the_front_end_missed(recorder: Recorder) -> None:
 
 
 def test_a_failing_callback_does_not_break_the_view(recorder: Recorder) -> None:
-    view = AgentView(HEADER, prompt=None)
+    view = AgentView(HEADER)
     called: list[str] = []
 
     def boom() -> None:
@@ -394,7 +394,7 @@ def test_a_failing_callback_does_not_break_the_view(recorder: Recorder) -> None:
 def test_without_loop_or_front_end_or_shell(recorder: Recorder) -> None:
     """Plain Python: no running loop, no IPython, nobody answering. Nothing fails or waits,
     finish() closes the comm, later events are ignored."""
-    view = AgentView(HEADER, prompt="hi")
+    view = AgentView(HEADER)
     view.display()
     for event in reply_events(["no ", "loop ", "here"]):
         view(event)
@@ -416,7 +416,7 @@ def test_public_names_and_front_end_files(recorder: Recorder) -> None:
     import mibyan_jupyter.jupyter.view as package
     from mibyan_jupyter.jupyter.view.widget import AgentWidget
 
-    assert package.__all__ == ["AgentView", "ViewHeader", "render_transcript"]
+    assert package.__all__ == ["AgentView", "ViewHeader"]  # the transcript is export's
     widget = AgentWidget()
     assert "export default { render };" in widget._esm
     assert ".mibyan-view {" in widget._css
@@ -426,7 +426,7 @@ def test_public_names_and_front_end_files(recorder: Recorder) -> None:
 
 
 def test_streamed_text_never_goes_through_widget_state(recorder: Recorder) -> None:
-    view = AgentView(HEADER, prompt="hi")
+    view = AgentView(HEADER)
     view.display()
     for event in reply_events(["a "] * 50):
         view(event)

@@ -57,7 +57,7 @@ def stream(recorder: Recorder, n: int, rate: float) -> tuple[str, list[float], i
     the one message-end HTML op (counted apart: it is the reply rendered once)."""
     recorder.sent.clear()
     fake = FakeTime()
-    view = timed_view(recorder, fake, prompt=None)
+    view = timed_view(recorder, fake)
     view.display()
     before = len(recorder.custom())  # the header
     pieces = tokens(n)
@@ -103,7 +103,7 @@ def test_a_faster_stream_flushes_as_soon_as_a_message_is_full(recorder: Recorder
     """300 tokens/s (~1,350 characters a second): a timed flush goes out once 128
     characters wait, sooner than the 0.25 s of a slow stream, at most 20 a second."""
     fake = FakeTime()
-    view = timed_view(recorder, fake, prompt=None)
+    view = timed_view(recorder, fake)
     view.display()
     pieces = tokens(3_000)
     for i, event in enumerate(reply_events(pieces)):
@@ -131,7 +131,7 @@ def test_without_a_loop_text_waits_for_the_next_event(recorder: Recorder) -> Non
     """No running loop, so no timer: a delta inside the interval waits for a later event
     past it (or for the message end)."""
     fake = FakeTime()
-    view = AgentView(HEADER, prompt=None)
+    view = AgentView(HEADER)
     view._outbox.clock = fake.clock  # the default scheduler: no loop, no timer
     recorder.clock = fake.clock
     for i, event in enumerate(reply_events(["a "] * 60)):
@@ -146,7 +146,7 @@ def test_without_a_loop_text_waits_for_the_next_event(recorder: Recorder) -> Non
 
 
 async def test_the_real_loop_timer_throttles(recorder: Recorder) -> None:
-    view = AgentView(HEADER, prompt=None, flush_interval=0.05)
+    view = AgentView(HEADER, flush_interval=0.05)
     recorder.clock = time.monotonic
     started = time.monotonic()
     events = list(reply_events(["word "] * 400))
@@ -165,7 +165,7 @@ async def test_the_real_loop_timer_throttles(recorder: Recorder) -> None:
 
 def test_tool_arguments_stream_coalesced(recorder: Recorder) -> None:
     fake = FakeTime()
-    view = timed_view(recorder, fake, prompt=None)
+    view = timed_view(recorder, fake)
     code = "import pandas as pd\n" * 50
     raw = '{"code": ' + repr(code).replace("'", '"') + "}"
     view(update(ToolCallStart(index=0, id="c1", name="run_python")))
@@ -185,8 +185,9 @@ def test_a_key_streamed_in_pieces_never_reaches_the_front_end(
 ) -> None:
     monkeypatch.setenv("MIBYAN_VIEW_TEST_API_KEY", KEY)
     fake = FakeTime()
-    view = timed_view(recorder, fake, prompt=f"use {KEY} please")
+    view = timed_view(recorder, fake)
     view.display()
+    view(MessageEnd(message=UserMessage(content=f"use {KEY} please")))  # the prompt
     text = f"Your key is {KEY} and it works.\nAgain:{KEY}"
     pieces = [text[i : i + 2] for i in range(0, len(text), 2)]  # flushes fall inside the key
     for i, event in enumerate(reply_events(pieces)):
@@ -213,7 +214,7 @@ def test_a_key_streamed_in_pieces_never_reaches_the_front_end(
 
 def test_message_end_flushes_everything_at_once(recorder: Recorder) -> None:
     fake = FakeTime()
-    view = timed_view(recorder, fake, prompt=None, flush_interval=10)
+    view = timed_view(recorder, fake, flush_interval=10)
     view.display()
     events = list(reply_events(["held", "back"]))
     for event in events[:-1]:

@@ -147,7 +147,7 @@ class FakeTime:
 
 
 def timed_view(recorder: Recorder, fake: FakeTime, **kwargs: Any) -> AgentView:
-    view = AgentView(HEADER, prompt=kwargs.pop("prompt", "hello"), **kwargs)
+    view = AgentView(HEADER, **kwargs)
     outbox = view._outbox
     outbox.clock = fake.clock
     outbox.schedule = fake.schedule

@@ -1,12 +1,14 @@
-"""The live view of a ``%%agent`` cell and the static transcript that replaces it.
+"""The live view of a ``%%agent`` cell.
 
-``run.py`` creates an :class:`AgentView`, displays it, subscribes it to the agent and calls
-:meth:`AgentView.finish` when the run ends; :func:`render_transcript` also shows a stored
-history (``%agent resume``) with no kernel round trip.
+The cell's run creates an :class:`AgentView`, displays it, subscribes it to the agent and
+calls :meth:`AgentView.finish` when the run ends, which puts the static transcript in its
+place. That transcript (also shown for a stored history, ``%agent resume``) is rendered by
+the export layer: :func:`mibyan_jupyter.export.transcript.render_transcript`. The ops the
+view sends are typed once in :mod:`.ops` and mirrored for the front end in
+``static/ops.d.ts``.
 """
 
 from mibyan_jupyter.jupyter.view.header import ViewHeader
 from mibyan_jupyter.jupyter.view.live import AgentView
-from mibyan_jupyter.jupyter.view.transcript import render_transcript
 
-__all__ = ["AgentView", "ViewHeader", "render_transcript"]
+__all__ = ["AgentView", "ViewHeader"]

@@ -1,11 +1,14 @@
 """``AgentView``: the live view of one ``%%agent`` cell, and its end as a static transcript.
 
 It subscribes to the agent's events (a sync listener on the loop's thread), turns them into
-ops (:mod:`.translate`) and sends them in throttled batches (:mod:`.outbox`). Clicks come
-back as custom messages, possibly on another thread (kernel subshells): the view only calls
-the registered callbacks, ``run.py`` marshals them onto the loop. When the run ends the
-widget's display is replaced (same ``display_id``) by the static transcript, so the saved
-notebook shows the conversation with no kernel and no widget state.
+ops (:mod:`.translate`, typed in :mod:`.ops`) and sends them in throttled batches
+(:mod:`.outbox`). Every message it shows comes from the agent's events, the cell's prompt
+included (one source: nothing is shown ahead and matched up later). Clicks come back as
+custom messages, possibly on another thread (kernel subshells): the view only calls the
+registered callbacks, the cell's run marshals them onto the loop. When the run ends the
+widget's display is replaced (same ``display_id``) by the static transcript, which the
+export layer renders (:func:`mibyan_jupyter.export.transcript.render_transcript`), so the
+saved notebook shows the conversation with no kernel and no widget state.
 
 Without a front end (nbclient) messages go out and nobody answers: nothing waits for them.
 Without IPython at all (plain Python) nothing is displayed and nothing fails.
@@ -16,14 +19,23 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any
 
 from mibyan_jupyter.core.approval import Approved, Decision, Denied, Scope
 from mibyan_jupyter.core.events import AgentEvent
 from mibyan_jupyter.core.messages import Message
+from mibyan_jupyter.export.render import SessionMeta
+from mibyan_jupyter.export.transcript import render_transcript
 from mibyan_jupyter.jupyter.view.header import ViewHeader
+from mibyan_jupyter.jupyter.view.ops import (
+    HeaderOp,
+    NoticeLevel,
+    NoticeOp,
+    QueuedOp,
+    QueueMode,
+    RunOp,
+)
 from mibyan_jupyter.jupyter.view.outbox import INTERVAL, Outbox
-from mibyan_jupyter.jupyter.view.transcript import render_transcript
 from mibyan_jupyter.jupyter.view.translate import EventOps, RiskNote
 from mibyan_jupyter.jupyter.view.widget import AgentWidget
 
@@ -38,14 +50,13 @@ class AgentView:
         self,
         header: ViewHeader,
         *,
-        prompt: str | None,
         risk_note: RiskNote | None = None,
         flush_interval: float = INTERVAL,
     ) -> None:
         self._header = header
         self._widget = AgentWidget()
         self._outbox = Outbox(self._widget.send, interval=flush_interval)
-        self._ops = EventOps(self._outbox, header, prompt=prompt, risk_note=risk_note)
+        self._ops = EventOps(self._outbox, header, risk_note=risk_note)
         self._widget.on_msg(self._on_front_end)
         self._on_decision: list[Callable[[str, Decision], None]] = []
         self._on_stop: list[Callable[[], None]] = []
@@ -56,19 +67,17 @@ class AgentView:
         self._handle: Any = None
         self._finished = False
         self._outbox.add(
-            {
-                "op": "header",
-                "title": header.title,
-                "session": header.session_id,
-                "model": header.model,
-                "demo": header.demo,
-            },
+            HeaderOp(
+                op="header",
+                title=header.title,
+                session=header.session_id,
+                model=header.model,
+                demo=header.demo,
+            ),
             now=False,
         )
-        if prompt is not None:
-            self._outbox.add({"op": "user", "text": prompt}, now=False)
 
-    # -- the API run.py uses ---------------------------------------------------------------
+    # -- the API the cell's run uses --------------------------------------------------------
 
     def display(self) -> None:
         """Show the live widget in the cell's output (with a display id for finish())."""
@@ -101,15 +110,13 @@ class AgentView:
     def rendered(self) -> bool:
         return self._rendered
 
-    def show_queued(self, text: str, mode: Literal["steer", "follow_up"]) -> None:
+    def show_queued(self, text: str, mode: QueueMode) -> None:
         if not self._finished:
-            self._outbox.add({"op": "queued", "mode": mode, "text": text})
+            self._outbox.add(QueuedOp(op="queued", mode=mode, text=text))
 
-    def show_notice(
-        self, text: str, *, level: Literal["info", "warning", "error"] = "info"
-    ) -> None:
+    def show_notice(self, text: str, *, level: NoticeLevel = "info") -> None:
         if not self._finished:
-            self._outbox.add({"op": "notice", "level": level, "kind": "note", "text": text})
+            self._outbox.add(NoticeOp(op="notice", level=level, kind="note", text=text))
 
     def finish(self, messages: Sequence[Message], *, status: str) -> None:
         """Flush, replace the live display by the static transcript of ``messages``, close
@@ -118,7 +125,7 @@ class AgentView:
             return
         self._finished = True
         if not self._ops.ended:
-            self._outbox.add({"op": "run", "status": "done"}, now=False)
+            self._outbox.add(RunOp(op="run", status="done"), now=False)
         self._outbox.close()
         bundle = _transcript_or_note(messages, self._header, status)
         if _shell_running():
@@ -187,8 +194,9 @@ def _safely(callback: Callable[..., None], *args: Any) -> None:
 def _transcript_or_note(
     messages: Sequence[Message], header: ViewHeader, status: str
 ) -> dict[str, str]:
+    session = SessionMeta(id=header.session_id, title=header.title, model=header.model)
     try:
-        return render_transcript(messages, header=header, status=status)
+        return render_transcript(messages, session=session, status=status, demo=header.demo)
     except Exception:  # never leave the cell on a dead widget because of a rendering bug
         _log.exception("the transcript could not be rendered")
         note = f"The agent run ended ({status}); its transcript could not be shown here."

@@ -1,8 +1,8 @@
 """The kernel side of the view's wire: ops in order, in batches, few and full.
 
 Why batches of ops over custom messages, never a synced trait: a trait set per token
-re-sends the whole text each time (quadratic bytes, a lagging page; DESIGN.md measured 99.5
-MB for a 98 KB reply). Here text deltas are appended to the pending batch (consecutive
+re-sends the whole text each time (quadratic bytes, a lagging page: 99.5 MB measured for a
+98 KB reply, see docs/architecture.md, "Streaming"). Here text deltas are appended to the pending batch (consecutive
 deltas of one element are joined into one op) and sent by an adaptive throttle:
 
 * never two timed flushes less than ``interval`` apart (at most 20 a second);
@@ -29,6 +29,8 @@ The wire, built for the hot path (a batch is JSON inside a Jupyter comm message)
   "args"), which becomes the target of the strings that follow;
 * an object ``{"op": name, ...}``: a structural op, readable (rarer, and not worth a code).
 
+The ops are typed in :mod:`.ops`, mirrored for the front end in ``static/ops.d.ts``.
+
 The target carries over from batch to batch: that is sound because every front end applies
 every batch, in order, from ``seq`` 0 (it drops a batch that is not the next one). Custom
 messages sent before the front end has loaded the view's module are lost, so the front end
@@ -52,12 +54,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
+from mibyan_jupyter.jupyter.view.ops import DeltaKind, StructuralOp
 from mibyan_jupyter.secrets import REDACT
 
-Op: TypeAlias = dict[str, Any]
-"""A structural op: ``{"op": name, ...}``."""
 Batch: TypeAlias = list[Any]
-"""``[seq, op, ...]`` where an op is an :data:`Op`, ``[kind, id, text]`` or a string."""
+"""``[seq, op, ...]`` where an op is a :data:`.ops.StructuralOp`, ``[kind, id, text]`` or a
+string (``Batch`` in ``static/ops.d.ts``; items are JSON-ready copies, hence ``Any``)."""
+StreamKey: TypeAlias = tuple[DeltaKind, str]
+"""A delta stream: its kind and the id of its element."""
 Send: TypeAlias = Callable[[Batch], None]
 Cancel: TypeAlias = Callable[[], None]
 Scheduler: TypeAlias = Callable[[float, Callable[[], None]], Cancel | None]
@@ -111,12 +115,12 @@ class Outbox:
         self.min_chars = min_chars
         self.clock = clock
         self.schedule = schedule
-        self._pending: list[Op | tuple[str, str]] = []
+        self._pending: list[StructuralOp | StreamKey] = []
         """Ops, and (kind, id) keys of delta streams, in the order they happened."""
         self._pending_chars = 0
         """Characters of deltas added since the last flush."""
-        self._streams: dict[tuple[str, str], _Stream] = {}
-        self._target: tuple[str, str] | None = None
+        self._streams: dict[StreamKey, _Stream] = {}
+        self._target: StreamKey | None = None
         """The delta stream that a string op appends to, as the front end sees it."""
         self._sent: list[Batch] = []
         self._last_text = -float("inf")
@@ -130,7 +134,7 @@ class Outbox:
 
     # -- adding ---------------------------------------------------------------------------
 
-    def add(self, op: Op, *, now: bool = True) -> None:
+    def add(self, op: StructuralOp, *, now: bool = True) -> None:
         """Queue a structural op. ``now`` (the default): flush it, with everything pending
         before it, as soon as the code that emits events yields to the loop (so the ops of
         one burst of events share a message), or at once when there is no running loop on
@@ -151,7 +155,7 @@ class Outbox:
             self._soon_scheduled = False
             self._flush()
 
-    def delta(self, kind: str, ident: str, text: str) -> None:
+    def delta(self, kind: DeltaKind, ident: str, text: str) -> None:
         """Append streamed ``text`` to element ``ident`` (op ``kind``): sent throttled."""
         if not text:
             return
@@ -168,7 +172,7 @@ class Outbox:
             self._pending_chars += len(text)
             self._throttle()
 
-    def end_stream(self, kind: str, ident: str) -> None:
+    def end_stream(self, kind: DeltaKind, ident: str) -> None:
         """The stream is complete: its held-back tail goes out with the next flush."""
         with self._lock:
             stream = self._streams.get((kind, ident))
@@ -178,7 +182,7 @@ class Outbox:
             if stream.held and (kind, ident) not in self._pending:
                 self._pending.append((kind, ident))
 
-    def discard(self, kind: str, ident: str) -> None:
+    def discard(self, kind: DeltaKind, ident: str) -> None:
         """Forget what is pending or held of a stream (a reply that starts over)."""
         with self._lock:
             self._streams.pop((kind, ident), None)
@@ -224,7 +228,7 @@ class Outbox:
         batch: Batch = [len(self._sent)]
         texts = 0
         for item in self._pending:
-            if isinstance(item, dict):
+            if not isinstance(item, tuple):
                 batch.append(REDACT.scrub(item))
                 continue
             stream = self._streams.get(item)
@@ -234,7 +238,7 @@ class Outbox:
                 self._target = item
                 texts += 1
         if timed and not texts:  # only structural ops: they wait (see the docstring)
-            self._pending = [item for item in self._pending if isinstance(item, dict)]
+            self._pending = [item for item in self._pending if not isinstance(item, tuple)]
             return
         self._pending = []
         if len(batch) == 1:

@@ -11,13 +11,24 @@ from mibyan_jupyter.core.events import ApprovalResolved, BudgetStatus
 from mibyan_jupyter.core.messages import ToolMessage, content_text
 from mibyan_jupyter.core.notices import CompactionNotice, FallbackNotice, RetryNotice
 from mibyan_jupyter.export.render import ARGS_LIMIT, RESULT_LIMIT, RUN_PYTHON
-from mibyan_jupyter.jupyter.view.markdown import clip
-from mibyan_jupyter.jupyter.view.outbox import Op
+from mibyan_jupyter.jupyter.view.ops import BarName, BarOp, NoticeOp, ResultOp
 
 SUMMARY_LIMIT = 120
-BAR_NAMES = ("turns", "total_tokens", "cost")
+BAR_NAMES: dict[str, BarName] = {"turns": "turns", "total_tokens": "total_tokens", "cost": "cost"}
 """The budgets shown as bars (with "context", which comes from the last reply's usage)."""
-_TITLES = {"turns": "turns", "total_tokens": "tokens", "context": "context", "cost": "cost"}
+_TITLES: dict[BarName, str] = {
+    "turns": "turns",
+    "total_tokens": "tokens",
+    "context": "context",
+    "cost": "cost",
+}
+
+
+def clip(text: str, limit: int) -> tuple[str, int]:
+    """The first ``limit`` characters of ``text`` and how many were left out."""
+    if len(text) <= limit:
+        return text, 0
+    return text[:limit], len(text) - limit
 
 
 def args_text(name: str, args: Any) -> str:
@@ -43,20 +54,20 @@ def parsed_args(raw: str) -> Any:
         return raw
 
 
-def result_op(call_id: str, result: ToolMessage, images: list[str]) -> Op:
+def result_op(call_id: str, result: ToolMessage, images: list[str]) -> ResultOp:
     text = content_text(result.content)
     shown, more = clip(text, RESULT_LIMIT)
     first = text.strip().split("\n", 1)[0] if text.strip() else "(empty)"
     summary, cut = clip(first, SUMMARY_LIMIT)
-    return {
-        "op": "result",
-        "id": call_id,
-        "summary": summary + ("…" if cut else ""),
-        "text": shown,
-        "more": more,
-        "error": result.is_error,
-        "images": images,
-    }
+    return ResultOp(
+        op="result",
+        id=call_id,
+        summary=summary + ("…" if cut else ""),
+        text=shown,
+        more=more,
+        error=result.is_error,
+        images=images,
+    )
 
 
 def outcome_text(event: ApprovalResolved) -> str:
@@ -70,29 +81,29 @@ def outcome_text(event: ApprovalResolved) -> str:
     return f"{text}: {event.reason}" if event.reason else text
 
 
-def bar_op(name: str, used: float, limit: float | None) -> Op:
+def bar_op(name: BarName, used: float, limit: float | None) -> BarOp:
     if name == "cost":
         label = f"${used:.4f}" + (f" / ${limit:.2f}" if limit is not None else "")
     else:
         label = f"{used:,.0f}" + (f" / {limit:,.0f}" if limit is not None else "")
     fraction = None if not limit else min(max(used / limit, 0.0), 1.0)
-    return {"op": "bar", "name": name, "title": _TITLES[name], "label": label, "fraction": fraction}
+    return BarOp(op="bar", name=name, title=_TITLES[name], label=label, fraction=fraction)
 
 
-def budget_ops(budgets: tuple[BudgetStatus, ...]) -> list[Op]:
-    return [bar_op(b.name, b.used, b.limit) for b in budgets if b.name in BAR_NAMES]
+def budget_ops(budgets: tuple[BudgetStatus, ...]) -> list[BarOp]:
+    return [bar_op(BAR_NAMES[b.name], b.used, b.limit) for b in budgets if b.name in BAR_NAMES]
 
 
-def notice_op(notice: RetryNotice | FallbackNotice | CompactionNotice) -> Op:
+def notice_op(notice: RetryNotice | FallbackNotice | CompactionNotice) -> NoticeOp:
     if isinstance(notice, RetryNotice):
         text = (
             f"Retrying (attempt {notice.attempt} of {notice.max_attempts}) in "
             f"{notice.delay:g} s after {notice.error_kind}: {notice.message}"
         )
-        return {"op": "notice", "level": "warning", "kind": "retry", "text": text}
+        return NoticeOp(op="notice", level="warning", kind="retry", text=text)
     if isinstance(notice, FallbackNotice):
         text = f"Switched from {notice.from_model} to {notice.to_model}: {notice.reason}"
-        return {"op": "notice", "level": "warning", "kind": "fallback", "text": text}
+        return NoticeOp(op="notice", level="warning", kind="fallback", text=text)
     tokens = ""
     if notice.tokens_before is not None and notice.tokens_after is not None:
         tokens = f", {notice.tokens_before:,} → {notice.tokens_after:,} tokens"
@@ -100,4 +111,4 @@ def notice_op(notice: RetryNotice | FallbackNotice | CompactionNotice) -> Op:
         f"Compacted the conversation: {notice.messages_before} → "
         f"{notice.messages_after} messages{tokens}"
     )
-    return {"op": "notice", "level": "info", "kind": "compaction", "text": text}
+    return NoticeOp(op="notice", level="info", kind="compaction", text=text)

