@@ -86,13 +86,13 @@ def __dir__() -> list[str]:
 def load_ipython_extension(ipython: InteractiveShell) -> None:
     """``%load_ext mibyan_jupyter``: register ``%%agent``, ``%agent`` and the input
     transformer (imports only the magic; the agent loads on the first cell)."""
-    from mibyan_jupyter.jupyter.extension import load
+    from mibyan_jupyter.jupyter.entry.extension import load
 
     load(ipython)
 
 
 def unload_ipython_extension(ipython: InteractiveShell) -> None:
-    from mibyan_jupyter.jupyter.extension import unload
+    from mibyan_jupyter.jupyter.entry.extension import unload
 
     unload(ipython)
 

@@ -1,20 +1,26 @@
-"""What one kernel remembers between cells: the open store, one Agent per session (so its
-"for this session" approvals and queues live as long as the kernel), each notebook's
-current session, the run in progress, and prompts that reached a running agent from a
-queued cell.
+"""What one kernel remembers between cells: the configured defaults, the open store, one
+Agent per session (so its "for this session" approvals and queues live as long as the
+kernel), each notebook's current session, the runs in progress, and prompts that reached a
+running agent from a queued cell.
 
-There is one :class:`KernelState` per process (:func:`kernel_state`); the magic, the run
-and the queue comm all read it, and tests replace it with :func:`reset_kernel_state`.
+There is one :class:`KernelState` per process (:func:`kernel_state`). It is the bottom of the
+Jupyter layer: the extension puts the configured defaults here at load, so the cell pipeline
+and the queue comm read them without reaching back up (docs/architecture.md, "Layers").
+Its maps are private; the other modules go through the small API below, so who
+changes what stays visible. Tests replace the state with :func:`reset_kernel_state`.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
+
+from mibyan_jupyter.jupyter.defaults import BUILTIN, Defaults
 
 if TYPE_CHECKING:
     import asyncio
+    from collections.abc import Collection
 
     from mibyan_jupyter.core.agent import Agent
     from mibyan_jupyter.core.approval import ApprovalPolicy
@@ -55,41 +61,122 @@ class Delivered:
     prompt: str
 
 
-@dataclass
 class KernelState:
-    db_path: str | None = None
-    _store: SessionStore | None = None
-    sessions: dict[str, SessionHandle] = field(default_factory=dict)
-    current: dict[str | None, str] = field(default_factory=dict)
-    """Notebook path (``None`` when unknown) -> its current session id."""
-    runs: dict[str, ActiveRun] = field(default_factory=dict)
-    delivered: dict[str, Delivered] = field(default_factory=dict)
-    """Cell id (or prompt text when the cell id is unknown) -> where its prompt went."""
-    cell_id: str | None = None
-    """The id of the cell being executed (from IPython's pre_run_cell event)."""
+    """The kernel's memory between cells; see the module docstring."""
+
+    def __init__(self, db_path: str | None = None, defaults: Defaults = BUILTIN) -> None:
+        self.db_path = db_path
+        self.defaults: Defaults = defaults
+        """The loaded magic after ``%load_ext``, else the built-in values."""
+        self.cell_id: str | None = None
+        """The id of the cell being executed (from IPython's pre_run_cell event)."""
+        self._store: SessionStore | None = None
+        self._sessions: dict[str, SessionHandle] = {}
+        self._current: dict[str | None, str] = {}
+        """Notebook path (``None`` when unknown) -> its current session id."""
+        self._runs: dict[str, ActiveRun] = {}
+        self._delivered: dict[str, Delivered] = {}
+        """Cell id (or prompt text when the cell id is unknown) -> where its prompt went."""
+
+    def configure(self, defaults: Defaults) -> None:
+        """Use ``defaults`` (the loaded magic) for every cell, and its database."""
+        self.defaults = defaults
+        self.db_path = defaults.db_path or None
+
+    def enter_cell(self, cell_id: str | None) -> None:
+        self.cell_id = cell_id
+
+    # -- the store ----------------------------------------------------------------------
 
     def store(self) -> SessionStore:
-        """The session store, opened on first use (errors name the file and the fix)."""
+        """The session store, opened on first use (errors name the file and the fix).
+        Opening does not sweep for dead owners: the store's reads that need it do, once
+        each (``SessionStore.resolve`` when a session is opened; store/liveness.py)."""
         if self._store is None:
             from mibyan_jupyter.store.sessions import SessionStore
 
             self._store = SessionStore(self.db_path or None)
-            self._store.mark_interrupted_if_dead()
         return self._store
 
     def close(self) -> None:
         if self._store is not None:
             self._store.close()
             self._store = None
-        self.sessions.clear()
-        self.current.clear()
-        self.runs.clear()
-        self.delivered.clear()
+        self._sessions.clear()
+        self._current.clear()
+        self._runs.clear()
+        self._delivered.clear()
+
+    # -- sessions -----------------------------------------------------------------------
+
+    def session(self, session_id: str) -> SessionHandle | None:
+        return self._sessions.get(session_id)
+
+    def handles(self) -> list[SessionHandle]:
+        """Every session this kernel has opened."""
+        return list(self._sessions.values())
+
+    def keep(self, handle: SessionHandle) -> None:
+        self._sessions[handle.session_id] = handle
+
+    def current_session(self, notebook: str | None) -> str | None:
+        """The notebook's current session id (``None``: none yet)."""
+        return self._current.get(notebook)
+
+    def make_current(self, notebook: str | None, session_id: str) -> None:
+        self._current[notebook] = session_id
+
+    def forget_session(self, session_id: str) -> None:
+        """A deleted session: no handle, and no notebook's current session any more."""
+        self._sessions.pop(session_id, None)
+        for notebook, current in list(self._current.items()):
+            if current == session_id:
+                del self._current[notebook]
+
+    # -- runs ---------------------------------------------------------------------------
+
+    def begin_run(self, run: ActiveRun) -> None:
+        self._runs[run.session_id] = run
+
+    def end_run(self, session_id: str) -> None:
+        self._runs.pop(session_id, None)
+
+    def running(self, session_id: str) -> ActiveRun | None:
+        return self._runs.get(session_id)
+
+    def active_runs(self) -> list[ActiveRun]:
+        return list(self._runs.values())
 
     def run_of(self, notebook: str | None, session: str | None = None) -> ActiveRun | None:
         """The run in progress for ``session``, else for the notebook's current session."""
-        target = session or self.current.get(notebook)
-        return self.runs.get(target) if target else None
+        target = session or self._current.get(notebook)
+        return self._runs.get(target) if target else None
+
+    def find_run(self, notebook: str | None, target: str | None) -> ActiveRun | None:
+        """The run a queued cell means: its session's (``target``: an id or prefix), else
+        the notebook's current one, else the only run when the notebook is unknown."""
+        run = self.run_of(notebook, target)
+        if run is None and target is None and len(self._runs) == 1:
+            run = next(iter(self._runs.values()))  # the kernel does not know its notebook's path
+        if run is None and target is not None:
+            run = next((r for sid, r in self._runs.items() if sid.startswith(target)), None)
+        return run
+
+    # -- prompts delivered from queued cells --------------------------------------------
+
+    def remember_delivered(self, key: str, delivered: Delivered) -> None:
+        self._delivered[key] = delivered
+
+    def take_delivered(self, cell_id: str | None, prompt: str) -> Delivered | None:
+        """Where a queued cell's prompt went (by cell id, else by its text), forgotten."""
+        by_cell = self._delivered.pop(cell_id, None) if cell_id else None
+        return by_cell or self._delivered.pop(prompt, None)
+
+    def forget_delivered(self, session_id: str, prompts: Collection[str]) -> None:
+        """Prompts the session's run did not take after all: their cells will run them."""
+        for key, delivered in list(self._delivered.items()):
+            if delivered.session_id == session_id and delivered.prompt in prompts:
+                del self._delivered[key]
 
 
 _STATE = KernelState()

@@ -24,7 +24,17 @@ class Execution:
     msg_id: str
     outputs: list[dict[str, Any]] = field(default_factory=list)
     reply: dict[str, Any] | None = None
+    """The shell channel's execute_reply for this request (arrives on its own channel)."""
     idle: bool = False
+    """The kernel went idle on iopub after this request."""
+
+    @property
+    def done(self) -> bool:
+        """Both the shell reply and the iopub idle of this request have arrived. Waiting
+        for one of them is not enough: the two channels are read separately, so on a cold
+        start the idle status may be seen before the reply (or the reply before the last
+        outputs), and an assertion on the reply or the outputs then sees nothing yet."""
+        return self.idle and self.reply is not None
 
     def text(self) -> str:
         """Every text of every output (HTML included), joined."""
@@ -79,9 +89,14 @@ class KernelDriver:
         return execution
 
     def run(self, code: str, timeout: float = 30, **kwargs: Any) -> Execution:
+        """Execute ``code`` and wait until it is :attr:`~Execution.done`."""
         execution = self.execute(code, **kwargs)
-        self.wait(lambda: execution.idle, timeout, f"cell did not finish: {code[:60]!r}")
+        self.finish(execution, timeout, f"cell did not finish: {code[:60]!r}")
         return execution
+
+    def finish(self, execution: Execution, timeout: float, what: str) -> None:
+        """Wait for the execute_reply of ``execution`` and the iopub idle of the same parent."""
+        self.wait(lambda: execution.done, timeout, what)
 
     def pump(self, timeout: float = 0.05) -> None:
         """Read what the kernel sent (iopub and shell replies) for up to ``timeout``."""

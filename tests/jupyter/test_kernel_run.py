@@ -70,7 +70,7 @@ def test_a_click_sent_while_the_cell_runs_resolves_the_approval(kernel: KernelDr
     kernel.send_custom(
         view, {"type": "decision", "call_id": call_id, "action": "approve", "scope": "once"}
     )
-    kernel.wait(lambda: execution.idle, 30, "the run to finish after Approve")
+    kernel.finish(execution, 30, "the run to finish after Approve")
     assert (execution.reply or {}).get("status") == "ok", execution.reply
     rows = kernel.query("SELECT decision, decided_by FROM tool_calls WHERE call_id = ?", call_id)
     assert rows == [("approved", "user")]
@@ -99,7 +99,7 @@ def test_stop_ends_the_cell_normally(kernel: KernelDriver) -> None:
     kernel.wait(lambda: len(kernel.comm_messages) >= 3, 30, "text to stream")
     (view,) = kernel.view_comms()
     kernel.send_custom(view, {"type": "stop"})
-    kernel.wait(lambda: execution.idle, 10, "the cell to end after Stop")
+    kernel.finish(execution, 10, "the cell to end after Stop")
     assert (execution.reply or {}).get("status") == "ok", execution.reply
     assert 'data-status="stopped"' in execution.text()
     _stored_transcript_is_valid(kernel.db_path)
@@ -116,7 +116,7 @@ def test_kernel_interrupt_gives_one_line_and_a_valid_transcript(
         execution = kernel.execute(RUN_PYTHON_CELL)
         _wait_for_approval(kernel)
     kernel.manager.interrupt_kernel()
-    kernel.wait(lambda: execution.idle, 10, "the cell to end after the interrupt")
+    kernel.finish(execution, 10, "the cell to end after the interrupt")
     reply = execution.reply
     assert reply is not None
     assert reply["status"] == "error"
@@ -138,7 +138,7 @@ def test_a_queued_cell_reaches_the_running_agent_and_is_not_run_twice(
     )
     kernel.wait(lambda: bool(kernel.comm_replies(queue)), 10, "the queue's reply")
     assert kernel.comm_replies(queue)[0]["queued"] is True
-    kernel.wait(lambda: execution.idle, 60, "the first cell to finish")
+    kernel.finish(execution, 60, "the first cell to finish")
     prompts = [row[0] for row in kernel.query("SELECT text FROM messages WHERE role = 'user'")]
     assert any("And make it short." in (p or "") for p in prompts), prompts
     second = kernel.run("%%agent\nAnd make it short.", cell_id="cell-2")
@@ -153,7 +153,7 @@ def test_always_is_saved_and_honoured_by_later_cells_and_sessions(kernel: Kernel
     kernel.send_custom(
         view, {"type": "decision", "call_id": call_id, "action": "approve", "scope": "always"}
     )
-    kernel.wait(lambda: execution.idle, 30, "the first run")
+    kernel.finish(execution, 30, "the first run")
     assert kernel.query("SELECT tool, approved FROM approval_rules") == [("run_python", 1)]
     later = kernel.run(RUN_PYTHON_CELL.replace("--tools python", "--tools python --session new"))
     assert (later.reply or {}).get("status") == "ok"

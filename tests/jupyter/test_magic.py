@@ -3,18 +3,26 @@ options and their errors, help, configuration traitlets, and the %agent commands
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 from traitlets.config import Config
 
-from mibyan_jupyter.jupyter import extension
-from mibyan_jupyter.jupyter.options import AgentUsageError, parse_cell_line
-from mibyan_jupyter.jupyter.state import reset_kernel_state
-from mibyan_jupyter.jupyter.transform import agent_cell_transformer
+from mibyan_jupyter.jupyter.cell.options import AgentUsageError, parse_cell_line
+from mibyan_jupyter.jupyter.defaults import Defaults
+from mibyan_jupyter.jupyter.entry.transform import agent_cell_transformer
+from mibyan_jupyter.jupyter.state import kernel_state, reset_kernel_state
+
+
+def configured() -> Defaults:
+    """The defaults a cell starts from: the loaded magic's settings, held by the kernel state."""
+    return kernel_state().defaults
 
 
 @pytest.fixture
@@ -29,7 +37,6 @@ def shell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Interacti
     ip.run_line_magic("load_ext", "mibyan_jupyter")
     yield ip
     ip.run_line_magic("unload_ext", "mibyan_jupyter")
-    extension._MAGICS = None
     reset_kernel_state()
     InteractiveShell.clear_instance()
 
@@ -43,10 +50,31 @@ def test_load_ext_registers_both_magics_and_the_transformer(shell: InteractiveSh
     assert shell.input_transformers_cleanup.count(agent_cell_transformer) == 1
 
 
+def test_load_ext_stays_light() -> None:
+    """``%load_ext`` imports only IPython's magic machinery and traitlets: the core,
+    pydantic, httpx, the store, the providers and the view load on the first cell."""
+    code = (
+        "import sys\n"
+        "from IPython.core.interactiveshell import InteractiveShell\n"
+        "from traitlets.config import Config\n"
+        "config = Config()\n"
+        "config.HistoryManager.hist_file = ':memory:'\n"
+        "shell = InteractiveShell.instance(config=config)\n"
+        "shell.run_line_magic('load_ext', 'mibyan_jupyter')\n"
+        "heavy = ('pydantic', 'httpx', 'anywidget', 'mibyan_jupyter.core', 'mibyan_jupyter.store',"
+        " 'mibyan_jupyter.providers', 'mibyan_jupyter.jupyter.view')\n"
+        "print(sorted(m for m in sys.modules if m.startswith(heavy)))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert result.stdout.strip() == "[]", result.stdout
+
+
 def test_transformer_rewrites_an_agent_cell_into_an_await() -> None:
     lines = ["%%agent --model demo\n", "What is 'x'?\n", "Second line\n"]
     (code,) = agent_cell_transformer(lines)
-    assert code.startswith("await __import__('mibyan_jupyter.jupyter.run'")
+    assert code.startswith("await __import__('mibyan_jupyter.jupyter.cell.run'")
     assert "\"What is 'x'?\\nSecond line\\n\", '--model demo')" in code
     compile(code, "<cell>", "exec", flags=0x2000)  # PyCF_ALLOW_TOP_LEVEL_AWAIT
 
@@ -90,7 +118,7 @@ def test_help_lists_every_option(
 )
 def test_bad_options_say_what_is_allowed(shell: InteractiveShell, line: str, message: str) -> None:
     with pytest.raises(AgentUsageError, match=message):
-        parse_cell_line(line, extension.active_defaults())
+        parse_cell_line(line, configured())
     result = shell.run_cell(f"%%agent {line}\nhello\n")
     assert isinstance(result.error_in_exec, UsageError)
     assert message in str(result.error_in_exec)
@@ -114,21 +142,21 @@ def test_usage_errors_render_as_one_line(shell: InteractiveShell) -> None:
 def test_traitlets_are_the_defaults_and_can_be_configured(shell: InteractiveShell) -> None:
     shell.run_line_magic("config", "AgentMagics.max_turns = 7")
     shell.run_line_magic("config", "AgentMagics.tools = 'inspect'")
-    options = parse_cell_line("", extension.active_defaults())
+    options = parse_cell_line("", configured())
     assert options.max_turns == 7
     assert options.tools == "inspect"
-    assert parse_cell_line("--max-turns 3", extension.active_defaults()).max_turns == 3
+    assert parse_cell_line("--max-turns 3", configured()).max_turns == 3
 
 
 def test_mibyan_approve_overrides_the_default_but_not_the_cell(
     shell: InteractiveShell, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("MIBYAN_APPROVE", "auto")
-    assert parse_cell_line("", extension.active_defaults()).approve == "auto"
-    assert parse_cell_line("--approve deny", extension.active_defaults()).approve == "deny"
+    assert parse_cell_line("", configured()).approve == "auto"
+    assert parse_cell_line("--approve deny", configured()).approve == "deny"
     monkeypatch.setenv("MIBYAN_APPROVE", "sometimes")
     with pytest.raises(AgentUsageError, match="sometimes"):
-        parse_cell_line("", extension.active_defaults())
+        parse_cell_line("", configured())
 
 
 def test_profile_config_reaches_the_magics(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -140,12 +168,11 @@ def test_profile_config_reaches_the_magics(tmp_path: Path, monkeypatch: pytest.M
     ip = InteractiveShell.instance(config=config)
     try:
         ip.run_line_magic("load_ext", "mibyan_jupyter")
-        options = parse_cell_line("", extension.active_defaults())
+        options = parse_cell_line("", configured())
         assert options.model == "demo-slow"
         assert options.approve == "deny"
     finally:
         ip.run_line_magic("unload_ext", "mibyan_jupyter")
-        extension._MAGICS = None
         reset_kernel_state()
         InteractiveShell.clear_instance()
 
@@ -175,8 +202,6 @@ def test_policy_set_persists_as_always_and_reset_forgets(shell: InteractiveShell
     table = shell.run_line_magic("agent", "policy set run_python allow")
     assert "run_python" in repr(table)
     assert "always" in repr(table)
-    from mibyan_jupyter.jupyter.state import kernel_state
-
     assert kernel_state().store().always_rules() == {"run_python": True}
     shell.run_line_magic("agent", "policy reset")
     assert kernel_state().store().always_rules() == {}
@@ -192,8 +217,6 @@ def test_unknown_session_is_a_usage_error(shell: InteractiveShell) -> None:
 
 
 def _one_session() -> str:
-    from mibyan_jupyter.jupyter.state import kernel_state
-
     (info,) = kernel_state().store().list()
     return info.id
 
@@ -206,7 +229,6 @@ def test_a_cell_runs_through_the_transformer_and_successive_cells_are_one_sessio
     result = shell.run_cell("%%agent --tools none\nAnd again\n")
     assert result.error_in_exec is None, result.error_in_exec
     session = _one_session()
-    from mibyan_jupyter.jupyter.state import kernel_state
     from mibyan_jupyter.store.records import load_messages
 
     messages = load_messages(kernel_state().store().db, session)
@@ -220,8 +242,6 @@ def test_the_real_cell_magic_runs_headless_and_the_policy_decides(
     shell.run_cell_magic(
         "agent", "--model demo --tools python", "Use run_python:\n```python\nprint(1)\n```"
     )
-    from mibyan_jupyter.jupyter.state import kernel_state
-
     rows = (
         kernel_state()
         .store()
@@ -247,8 +267,6 @@ def test_session_commands_after_a_run(shell: InteractiveShell, tmp_path: Path) -
 
     nbformat.validate(nbformat.read(tmp_path / "out.ipynb", as_version=4))
     shell.run_line_magic("agent", "fork current --at 1")
-    from mibyan_jupyter.jupyter.state import kernel_state
-
     assert len(kernel_state().store().list()) == 2
     shell.run_line_magic("agent", f"delete {session}")
     assert session not in [i.id for i in kernel_state().store().list()]
@@ -258,7 +276,7 @@ def test_an_api_key_never_reaches_outputs_or_the_store(
     shell: InteractiveShell, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """A model that echoes the key (prompt injection, a leaky proxy) over real HTTP."""
-    from mibyan_jupyter.providers.fake_server import FakeProviderServer, FakeReply
+    from mibyan_jupyter.testing import FakeProviderServer, FakeReply
 
     secret = "sk-test-" + "Zq9" * 12
     monkeypatch.setenv("OPENAI_API_KEY", secret)
@@ -285,3 +303,34 @@ def test_an_api_key_never_reaches_outputs_or_the_store(
     for path in tmp_path.glob("sessions.sqlite3*"):
         assert secret.encode() not in path.read_bytes(), path
     assert database
+
+
+def test_a_resumed_session_is_answered_by_the_model_its_header_names(
+    shell: InteractiveShell, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The header and the agent take the model from the cell's one plan, also when the
+    session was created with another model and resumed in a fresh kernel state."""
+    from mibyan_jupyter.jupyter.cell import run
+    from mibyan_jupyter.jupyter.view import AgentView, ViewHeader
+
+    headers: list[ViewHeader] = []
+    real_view = run.AgentView
+
+    def recording_view(header: ViewHeader, **kwargs: Any) -> AgentView:
+        headers.append(header)
+        return real_view(header, **kwargs)
+
+    monkeypatch.setattr(run, "AgentView", recording_view)
+    assert shell.run_cell("%%agent --model demo --tools none\nfirst\n").error_in_exec is None
+    session = _one_session()
+    shell.run_line_magic("unload_ext", "mibyan_jupyter")  # as after a kernel restart
+    shell.run_line_magic("load_ext", "mibyan_jupyter")
+    shell.run_line_magic("config", "AgentMagics.model = 'demo-slow'")
+    shell.run_line_magic("agent", f"resume {session}")
+    result = shell.run_cell("%%agent --tools none\nsecond\n")
+    assert result.error_in_exec is None, result.error_in_exec
+    handle = kernel_state().session(session)
+    assert handle is not None
+    assert [h.model for h in headers] == ["demo", "demo-slow"]
+    assert handle.agent.state.model == "demo-slow"
+    assert headers[-1].session_id == session

@@ -6,16 +6,17 @@ Why a comm: the kernel runs one cell at a time, so the second cell's own executi
 starts when the first ends; but ipykernel >= 7.4 dispatches comm messages while an async
 cell runs. The JupyterLab extension (labextension/) opens a comm on :data:`TARGET` with the
 cell's source; the reply says whether it was queued. When the queued cell finally executes,
-:func:`~mibyan_jupyter.jupyter.run.run_cell` sees it was delivered and does not run it twice.
+:func:`~mibyan_jupyter.jupyter.cell.run.run_cell` sees it was delivered and does not run it twice.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from mibyan_jupyter.jupyter.options import AgentUsageError, parse_cell_line
+from mibyan_jupyter.jupyter.cell.options import AgentUsageError, parse_cell_line
+from mibyan_jupyter.jupyter.cell.queued import QueueMode, give_to_running
+from mibyan_jupyter.jupyter.entry.transform import split_agent_cell
 from mibyan_jupyter.jupyter.state import ActiveRun, Delivered, KernelState, kernel_state
-from mibyan_jupyter.jupyter.transform import split_agent_cell
 
 TARGET = "mibyan_jupyter.queue"
 
@@ -23,50 +24,34 @@ TARGET = "mibyan_jupyter.queue"
 def handle_queue_request(data: dict[str, Any], state: KernelState | None = None) -> dict[str, Any]:
     """Queue the cell's prompt if an agent of its session is running; the reply for the
     front end. Never raises: a bad message is answered ``queued: false`` with a reason."""
-    from mibyan_jupyter.jupyter.extension import active_defaults
-
     state = state or kernel_state()
     parts = split_agent_cell(str(data.get("source", "")))
     if parts is None:
         return {"queued": False, "reason": "not a %%agent cell"}
     line, prompt = parts
     try:
-        options = parse_cell_line(line, active_defaults())
+        options = parse_cell_line(line, state.defaults)
     except AgentUsageError as error:
         return {"queued": False, "reason": str(error)}
     if options.session == "new" or not prompt.strip():
         return {"queued": False, "reason": "the cell starts a new session or has no prompt"}
     notebook = data.get("notebook_path") or None
     target = None if options.session in (None, "last") else options.session
-    run = _find_run(state, notebook, target)
+    run = state.find_run(notebook, target)
     if run is None:
         return {"queued": False, "reason": "no agent of this session is running"}
-    mode: Any = "follow_up" if options.after else "steer"
+    mode: QueueMode = "follow_up" if options.after else "steer"
     key = str(data.get("cell_id") or "") or prompt
-    state.delivered[key] = Delivered(run.session_id, mode, prompt)
+    state.remember_delivered(key, Delivered(run.session_id, mode, prompt))
     run.task.get_loop().call_soon_threadsafe(_deliver, state, run, prompt, mode)
     return {"queued": True, "mode": mode, "session": run.session_id}
 
 
-def _find_run(state: KernelState, notebook: str | None, target: str | None) -> ActiveRun | None:
-    run = state.run_of(notebook, target)
-    if run is None and target is None and len(state.runs) == 1:
-        run = next(iter(state.runs.values()))  # the kernel does not know its notebook's path
-    if run is None and target is not None:
-        run = next((r for sid, r in state.runs.items() if sid.startswith(target)), None)
-    return run
-
-
-def _deliver(state: KernelState, run: ActiveRun, prompt: str, mode: str) -> None:
-    handle = state.sessions.get(run.session_id)
-    if handle is None:
-        return
-    if mode == "follow_up":
-        handle.agent.follow_up(prompt)
-        run.view.show_queued(prompt, "follow_up")
-    else:
-        handle.agent.steer(prompt)
-        run.view.show_queued(prompt, "steer")
+def _deliver(state: KernelState, run: ActiveRun, prompt: str, mode: QueueMode) -> None:
+    """On the run's loop: the session may be gone by now (deleted), then nothing happens."""
+    handle = state.session(run.session_id)
+    if handle is not None:
+        give_to_running(handle.agent, run.view, prompt, mode)
 
 
 def register(kernel: Any) -> bool:

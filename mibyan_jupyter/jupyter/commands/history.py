@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mibyan_jupyter.jupyter.tables import Message, Table
+from mibyan_jupyter.jupyter.commands.tables import Message, Table
 
 if TYPE_CHECKING:
     from mibyan_jupyter.export.render import SessionMeta
@@ -44,24 +44,20 @@ def session_meta(info: SessionInfo, messages: list[Any]) -> SessionMeta:
 def show_history(store: SessionStore, session_id: str) -> list[Any]:
     """The session's conversation as a static transcript, plus the approvals that were
     still pending when its kernel stopped (they did not run)."""
-    from mibyan_jupyter.core.conversation import total_usage
-    from mibyan_jupyter.jupyter.view import ViewHeader, render_transcript
+    from mibyan_jupyter.export.transcript import render_transcript
     from mibyan_jupyter.store.records import load_messages
     from mibyan_jupyter.store.resume import pending_approvals
 
     info = store.get(session_id)
     messages = load_messages(store.db, info.id)
-    header = ViewHeader(
-        title=info.title,
-        session_id=info.id,
-        model=info.model or "",
-        demo=(info.model or "").startswith("demo"),
-        context_window=None,
-    )
+    session = session_meta(info, messages)
     status = "completed" if info.status in ("idle", "completed") else info.status
+    demo = (info.model or "").startswith("demo")
     shown: list[Any] = [
         Bundle(
-            render_transcript(messages, header=header, status=status, usage=total_usage(messages))
+            render_transcript(
+                messages, session=session, status=status, demo=demo, usage=session.usage
+            )
         )
     ]
     pending = pending_approvals(store, info.id)

@@ -10,22 +10,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mibyan_jupyter.jupyter.options import AgentUsageError
+from mibyan_jupyter.jupyter.cell.options import AgentUsageError
 from mibyan_jupyter.jupyter.state import KernelState, SessionHandle
 from mibyan_jupyter.secrets import REDACT
 
 if TYPE_CHECKING:
     from mibyan_jupyter.core.agent import Agent
     from mibyan_jupyter.core.stream import StreamFn
-    from mibyan_jupyter.jupyter.models import ChosenModel
-    from mibyan_jupyter.jupyter.options import CellOptions, Defaults
-
-DEFAULT_SYSTEM_PROMPT = (
-    "You are a helpful assistant working inside a Jupyter notebook, in the user's running "
-    "Python kernel. Use the tools you are given to look at the user's variables, run Python "
-    "in their namespace and read files next to the notebook; say what you did. Answer in "
-    "concise Markdown."
-)
+    from mibyan_jupyter.jupyter.cell.plan import CellPlan
+    from mibyan_jupyter.store.session_queries import SessionInfo
 
 
 class AgentStoreError(Exception):
@@ -47,50 +40,41 @@ def user_facing(error: Exception) -> Exception:
     )
 
 
-def open_session(
-    state: KernelState,
-    options: CellOptions,
-    chosen: ChosenModel,
-    notebook: str | None,
-    stream_fn: StreamFn,
-    defaults: Defaults,
-) -> SessionHandle:
-    """The session of this cell, made current for the notebook."""
+def open_session(state: KernelState, plan: CellPlan, notebook: str | None) -> SessionHandle:
+    """The session of this cell, made current for the notebook. Its agent holds the
+    conversation; the cell's settings are put on it by the plan (:mod:`.plan`)."""
     from mibyan_jupyter.store.db import StoreError
 
-    target = options.session
+    target = plan.options.session
     if target is None:
-        current = state.current.get(notebook)
-        if current is not None and current in state.sessions:
-            return state.sessions[current]
+        current = state.current_session(notebook)
+        handle = state.session(current) if current is not None else None
+        if handle is not None:
+            return handle
         target = "new"
     try:
         if target == "new":
-            system = options.system_prompt or defaults.system_prompt or DEFAULT_SYSTEM_PROMPT
-            handle = _new(state, chosen, notebook, stream_fn, system)
+            handle = _new(state, plan, notebook)
         else:
-            handle = resume_session(state, target, notebook, stream_fn)
+            handle = resume_session(state, target, notebook, plan.stream_fn)
     except StoreError as error:
         raise user_facing(error) from None
-    state.current[notebook] = handle.session_id
+    state.make_current(notebook, handle.session_id)
     return handle
 
 
-def _new(
-    state: KernelState,
-    chosen: ChosenModel,
-    notebook: str | None,
-    stream_fn: StreamFn,
-    system_prompt: str,
-) -> SessionHandle:
+def _new(state: KernelState, plan: CellPlan, notebook: str | None) -> SessionHandle:
     from mibyan_jupyter.core.agent import Agent
 
-    model = REDACT(chosen.name)
+    system_prompt = plan.new_session_prompt
     info = state.store().create(
-        model=model, notebook_path=notebook, config={"system_prompt": system_prompt}
+        model=REDACT(plan.model.name),
+        notebook_path=notebook,
+        config={"system_prompt": system_prompt},
     )
-    agent = Agent(stream_fn=stream_fn, model=chosen.name, system_prompt=system_prompt)
-    return _keep(state, info.id, agent, info.title)
+    # The conversation only: the model, tools and budget are set by plan.configure_agent.
+    agent = Agent(stream_fn=plan.stream_fn, system_prompt=system_prompt)
+    return _keep(state, info, agent)
 
 
 def resume_session(
@@ -101,25 +85,23 @@ def resume_session(
     from mibyan_jupyter.store.resume import resume_agent
 
     store = state.store()
-    info = store.last() if target == "last" else store.get(target)
+    info = store.resolve(target)  # the session that continues it (after a compression)
     if info is None:
         raise AgentUsageError("there is no session yet: run a %%agent cell first")
-    info = store.newest_compression_descendant(info.id)
-    if info.id in state.sessions:
-        handle = state.sessions[info.id]
-    else:
-        agent, info = resume_agent(store, info.id, stream_fn=stream_fn)
-        handle = _keep(state, info.id, agent, info.title)
-    state.current[notebook] = handle.session_id
+    handle = state.session(info.id)
+    if handle is None:
+        agent, info = resume_agent(store, info, stream_fn=stream_fn)  # as resolved: no re-read
+        handle = _keep(state, info, agent)
+    state.make_current(notebook, handle.session_id)
     return handle
 
 
-def _keep(state: KernelState, session_id: str, agent: Agent, title: str) -> SessionHandle:
+def _keep(state: KernelState, info: SessionInfo, agent: Agent) -> SessionHandle:
     """Record the agent into its session and remember it for this kernel."""
     from mibyan_jupyter.store.session_api import approval_policy, attach
 
     store = state.store()
-    writer = attach(agent, store, session_id)
-    handle = SessionHandle(session_id, agent, writer, approval_policy(store), title)
-    state.sessions[session_id] = handle
+    writer = attach(agent, store, info)
+    handle = SessionHandle(info.id, agent, writer, approval_policy(store), info.title)
+    state.keep(handle)
     return handle

@@ -9,6 +9,8 @@ In a notebook, a ``%%agent`` cell never reaches :meth:`AgentMagics.agent_cell`: 
 transformer rewrites it into an ``await`` (see :mod:`.transform`) so clicks can reach the
 run. The real cell magic is still there for ``run_cell_magic`` and shells without the
 transformer; it cannot receive clicks while it blocks, so the policy decides approvals.
+The loaded magic is the kernel state's defaults (see :mod:`.extension`): the cell pipeline
+and the commands read the settings there, never from this class.
 """
 
 from __future__ import annotations
@@ -21,59 +23,53 @@ from typing import Any
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from traitlets import Enum, Float, Int, List, Unicode
 
-from mibyan_jupyter.jupyter.options import USAGE, wants_help
+from mibyan_jupyter.jupyter.cell.options import USAGE, wants_help
+from mibyan_jupyter.jupyter.defaults import (
+    APPROVE_MODES,
+    BUILTIN,
+    HELP,
+    THINKING_LEVELS,
+    TOOL_MODES,
+)
 
 
 @magics_class
 class AgentMagics(Magics):
-    """The agent's magics; the traits are the defaults of every ``%%agent`` cell."""
+    """The agent's magics; the traits are the defaults of every ``%%agent`` cell (their
+    values and help texts are defined once, in :mod:`mibyan_jupyter.jupyter.defaults`)."""
 
-    model = Unicode(
-        "", help="Default model spec; empty: the first provider with a key, else the demo model."
+    model = Unicode(BUILTIN.model, help=HELP["model"]).tag(config=True)
+    fallback_models = List(
+        Unicode(), default_value=list(BUILTIN.fallback_models), help=HELP["fallback_models"]
     ).tag(config=True)
-    fallback_models = List(Unicode(), help="Models to fail over to, in order.").tag(config=True)
-    system_prompt = Unicode("", help="System prompt of new sessions (empty: built-in).").tag(
-        config=True
-    )
-    tools = Unicode("inspect,python,files", help="Default tool groups (or all / none).").tag(
-        config=True
-    )
-    approve = Enum(
-        ["ask", "auto", "deny"], "ask", help="Default approval mode (MIBYAN_APPROVE overrides)."
-    ).tag(config=True)
-    max_turns = Int(30, help="Most model calls per cell (0: unlimited).").tag(config=True)
-    max_tokens = Int(0, help="Most tokens per cell (0: unlimited).").tag(config=True)
-    max_cost = Float(0.0, help="Most US dollars per cell (0: unlimited).").tag(config=True)
-    thinking = Enum(
-        ["off", "minimal", "low", "medium", "high", "xhigh"], "off", help="Reasoning effort."
-    ).tag(config=True)
-    tool_mode = Enum(["parallel", "sequential"], "parallel", help="Tool execution.").tag(
-        config=True
-    )
-    headless_wait = Float(
-        2.0, help="Seconds to wait for a front end before the policy decides approvals."
-    ).tag(config=True)
-    db_path = Unicode("", help="Session database (empty: $MIBYAN_DB or the Jupyter data dir).").tag(
-        config=True
-    )
+    system_prompt = Unicode(BUILTIN.system_prompt, help=HELP["system_prompt"]).tag(config=True)
+    tools = Unicode(BUILTIN.tools, help=HELP["tools"]).tag(config=True)
+    approve = Enum(list(APPROVE_MODES), BUILTIN.approve, help=HELP["approve"]).tag(config=True)
+    max_turns = Int(BUILTIN.max_turns, help=HELP["max_turns"]).tag(config=True)
+    max_tokens = Int(BUILTIN.max_tokens, help=HELP["max_tokens"]).tag(config=True)
+    max_cost = Float(BUILTIN.max_cost, help=HELP["max_cost"]).tag(config=True)
+    thinking = Enum(list(THINKING_LEVELS), BUILTIN.thinking, help=HELP["thinking"]).tag(config=True)
+    tool_mode = Enum(list(TOOL_MODES), BUILTIN.tool_mode, help=HELP["tool_mode"]).tag(config=True)
+    headless_wait = Float(BUILTIN.headless_wait, help=HELP["headless_wait"]).tag(config=True)
+    db_path = Unicode(BUILTIN.db_path, help=HELP["db_path"]).tag(config=True)
 
     @cell_magic("agent")  # type: ignore[arg-type]
     def agent_cell(self, line: str, cell: str) -> None:
         if wants_help(line):
             print(USAGE)
             return
-        from mibyan_jupyter.jupyter.run import run_cell
+        from mibyan_jupyter.jupyter.cell.run import run_cell
 
         _run_blocking(run_cell(cell, line, headless=True))
 
     @line_magic("agent")  # type: ignore[arg-type]
     def agent_line(self, line: str) -> Any:
-        from mibyan_jupyter.jupyter.commands import COMMANDS_HELP, run_command
+        from mibyan_jupyter.jupyter.commands.dispatch import COMMANDS_HELP, run_command
 
         if wants_help(line) or not line.strip():
             print(COMMANDS_HELP)
             return None
-        return run_command(line, self)
+        return run_command(line)
 
 
 AgentMagics.agent_cell.__doc__ = USAGE  # type: ignore[assignment]  # what %%agent? shows

@@ -13,18 +13,22 @@ import re
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import argument, magic_arguments
 
-ApproveMode = Literal["ask", "auto", "deny"]
-APPROVE_MODES: tuple[ApproveMode, ...] = ("ask", "auto", "deny")
+from mibyan_jupyter.jupyter.defaults import (
+    APPROVE_MODES,
+    THINKING_LEVELS,
+    TOOL_MODES,
+    ApproveMode,
+    Defaults,
+)
+
 APPROVE_ENV = "MIBYAN_APPROVE"
 """``ask`` / ``auto`` / ``deny``: wins over the configured default, not over a cell's
 ``--approve`` (so CI or papermill can allow a notebook's tool calls without editing it)."""
-THINKING_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh")
-TOOL_MODES = ("parallel", "sequential")
 
 
 class AgentUsageError(UsageError):
@@ -32,21 +36,6 @@ class AgentUsageError(UsageError):
 
     def _render_traceback_(self) -> list[str]:
         return [f"UsageError: {self}"]
-
-
-class Defaults(Protocol):
-    """What the configured magic (traitlets) provides; see :class:`~.magic.AgentMagics`."""
-
-    model: str
-    fallback_models: list[str]
-    system_prompt: str
-    tools: str
-    approve: str
-    max_turns: int
-    max_tokens: int
-    max_cost: float
-    thinking: str
-    tool_mode: str
 
 
 @dataclass(frozen=True, slots=True)

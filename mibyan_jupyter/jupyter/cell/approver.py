@@ -1,12 +1,13 @@
 """Who answers an approval inside the kernel: the buttons of the cell's view, or, when no
 front end is there to click them, the policy.
 
-DESIGN.md "Running inside the kernel": clicks arrive while the cell awaits its run (ipykernel
+Clicks arrive while the cell awaits its run (ipykernel
 >= 7.4), possibly on another thread, so they only ever resolve a future through
 ``call_soon_threadsafe``; the wait is cut in short slices so Kernel > Interrupt is honoured
 at once. Headless runs (nbclient, nbconvert, papermill) have no front end: the view's
 front-end code says "rendered" when it is shown; if it has not within ``headless_wait``
-seconds, the policy decides (deny, with the reason recorded) and the run completes.
+seconds, the policy decides (deny, with the reason recorded) and the run completes
+(docs/architecture.md, "Running inside the kernel").
 """
 
 from __future__ import annotations
@@ -16,10 +17,20 @@ import contextlib
 import time
 from typing import TYPE_CHECKING
 
-from mibyan_jupyter.core.approval import ApprovalRequest, Decision, Denied
+from mibyan_jupyter.core.approval import (
+    ApprovalGate,
+    ApprovalPolicy,
+    ApprovalRequest,
+    Approver,
+    AutoApprove,
+    Decision,
+    Denied,
+    PolicyOnly,
+)
 from mibyan_jupyter.core.signal import AbortSignal
 
 if TYPE_CHECKING:
+    from mibyan_jupyter.jupyter.cell.plan import CellPlan
     from mibyan_jupyter.jupyter.view import AgentView
 
 SLICE_S = 0.2
@@ -101,3 +112,29 @@ class CellApprover:
             return future.result()
         finally:
             self._pending.pop(request.call_id, None)
+
+
+class HeadlessPolicy:
+    """Nobody can click (the real cell magic, blocking): every "ask" is denied at once,
+    with the reason saying how to allow it."""
+
+    async def __call__(self, request: ApprovalRequest, signal: AbortSignal) -> Decision:
+        return headless_denial(request)
+
+
+def approval_gate(
+    plan: CellPlan, policy: ApprovalPolicy, view: AgentView, loop: asyncio.AbstractEventLoop
+) -> ApprovalGate:
+    """The session's policy, with who answers its questions in this cell: ``--approve``
+    auto or deny, the policy when headless, else the view's buttons."""
+    mode = plan.options.approve
+    approver: Approver
+    if mode == "auto":
+        approver = AutoApprove()
+    elif mode == "deny":
+        approver = PolicyOnly()
+    elif plan.headless:
+        approver = HeadlessPolicy()
+    else:
+        approver = CellApprover(view, loop, headless_wait=plan.headless_wait)
+    return ApprovalGate(policy=policy, approver=approver)

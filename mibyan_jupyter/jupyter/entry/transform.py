@@ -1,16 +1,17 @@
 """The input transformer that makes a ``%%agent`` cell await its run.
 
 A cell that blocks cannot receive widget clicks, so the cell is rewritten into a top-level
-``await`` that IPython's autoawait runs on the kernel's event loop (DESIGN.md, "Running
-inside the kernel"). Help requests (``%%agent?``, ``--help``) are left to the real magic.
+``await`` that IPython's autoawait runs on the kernel's event loop (docs/architecture.md,
+"Running inside the kernel"). Help requests (``%%agent?``, ``--help``) are left to the real
+magic.
 """
 
 from __future__ import annotations
 
-from mibyan_jupyter.jupyter.options import wants_help
+from mibyan_jupyter.jupyter.cell.options import wants_help
 
 MAGIC = "%%agent"
-RUNNER = "__import__('mibyan_jupyter.jupyter.run', fromlist=['run_cell']).run_cell"
+RUNNER = "__import__('mibyan_jupyter.jupyter.cell.run', fromlist=['run_cell']).run_cell"
 
 
 def split_agent_cell(source: str) -> tuple[str, str] | None:

@@ -11,10 +11,11 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from mibyan_jupyter.jupyter.options import AgentUsageError
+from mibyan_jupyter.jupyter.cell.options import AgentUsageError
 
 if TYPE_CHECKING:
     from mibyan_jupyter.core.stream import StreamFn
+    from mibyan_jupyter.providers.spec import ModelSpec
 
 DEMO_MODELS = {"demo": 0.02, "demo-slow": 0.2}
 """Demo model names and their delay between chunks (``demo-slow`` shows Stop in class)."""
@@ -42,12 +43,17 @@ CONTEXT_WINDOWS = (
 
 @dataclass(frozen=True, slots=True)
 class ChosenModel:
+    """The model of one cell, resolved once: the header, the store record and the agent
+    all take the model from this object, and the provider client is given ``spec``."""
+
     name: str
     """What the Agent sends as ``request.model`` (a spec string or a demo name)."""
     label: str
     """For the header and the store: the spec without anything secret."""
     demo: bool
     context_window: int | None
+    spec: ModelSpec | None = None
+    """The resolved spec (``None`` for the demo models)."""
 
 
 def choose_model(requested: str) -> ChosenModel:
@@ -68,7 +74,7 @@ def choose_model(requested: str) -> ChosenModel:
             f"{spec.label} needs an API key: set {spec.key_env} in the kernel's environment "
             f"(e.g. %env {spec.key_env}=...) or use --model demo"
         )
-    return ChosenModel(name, spec.label, False, _context_window(spec.label))
+    return ChosenModel(name, spec.label, False, _context_window(spec.label), spec)
 
 
 def _automatic() -> str:
@@ -86,7 +92,8 @@ def _context_window(label: str) -> int | None:
 
 
 def stream_function(chosen: ChosenModel, fallback_models: tuple[str, ...]) -> StreamFn:
-    """The demo model, or a provider client with its fallback chain."""
+    """The demo model, or a provider client with its fallback chain. The client is given
+    the specs already resolved here, so it does not resolve them a second time."""
     if chosen.demo:
         from mibyan_jupyter.core.demo_model import demo_model
 
@@ -97,9 +104,11 @@ def stream_function(chosen: ChosenModel, fallback_models: tuple[str, ...]) -> St
         return demo_model(delay=delay)
     from mibyan_jupyter.providers.client import ProviderClient
 
-    for model in fallback_models:
-        choose_model(model)  # fail now, with the same message, not at failover time
-    return ProviderClient(fallback_models=fallback_models)
+    client = ProviderClient(fallback_models=fallback_models)
+    for name, model in ((chosen.name, chosen), *((m, choose_model(m)) for m in fallback_models)):
+        if model.spec is not None:  # a fallback fails here, with its message, not at failover
+            client.register(name, model.spec)
+    return client
 
 
 def model_rows() -> list[tuple[str, str, str]]:

@@ -1,0 +1,108 @@
+"""One cell's plan: everything its options decide, settled once before anything runs.
+
+Why a frozen plan: a cell's model, tools, budget and approval mode used to be worked out in
+several places (the model spec resolved twice, the agent built with some settings and
+re-configured with others). Now :func:`plan_cell` decides them once, and
+:func:`configure_agent` is the one function that puts them on the session's agent, new,
+resumed or kept alike; the view's header is drawn from the same :class:`ChosenModel`, so
+the model the header names is the model that answers (docs/architecture.md, "One
+`%%agent` cell, end to end").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mibyan_jupyter.core.budget import BudgetLimits
+from mibyan_jupyter.core.tools import ToolRegistry
+from mibyan_jupyter.jupyter.cell.models import ChosenModel, choose_model, stream_function
+from mibyan_jupyter.jupyter.cell.options import AgentUsageError, CellOptions, parse_cell_line
+from mibyan_jupyter.jupyter.kernel_tools import UnknownToolGroupError, kernel_tools, parse_groups
+
+if TYPE_CHECKING:
+    from mibyan_jupyter.core.agent import Agent
+    from mibyan_jupyter.core.approval import ApprovalGate
+    from mibyan_jupyter.core.stream import StreamFn
+    from mibyan_jupyter.jupyter.defaults import Defaults
+
+DEFAULT_SYSTEM_PROMPT = (
+    "You are a helpful assistant working inside a Jupyter notebook, in the user's running "
+    "Python kernel. Use the tools you are given to look at the user's variables, run Python "
+    "in their namespace and read files next to the notebook; say what you did. Answer in "
+    "concise Markdown."
+)
+
+
+@dataclass(frozen=True)
+class CellPlan:
+    """What one ``%%agent`` cell will do, decided before the run."""
+
+    options: CellOptions
+    model: ChosenModel
+    stream_fn: StreamFn
+    groups: tuple[str, ...]
+    budget: BudgetLimits
+    new_session_prompt: str
+    """The system prompt a new session starts with (the cell's, the configured, the built-in)."""
+    headless: bool
+    """Nobody can click (the real cell magic called synchronously): the policy decides."""
+    headless_wait: float
+    """Seconds to wait for a front end before the policy decides approvals."""
+
+
+def plan_cell(prompt: str, line: str, defaults: Defaults, *, headless: bool) -> CellPlan:
+    """The plan of ``%%agent <line>`` with ``prompt``; raises :class:`AgentUsageError`
+    for a bad option, an empty prompt, an unknown model or tool group, a missing key."""
+    options = parse_cell_line(line, defaults)
+    if not prompt.strip():
+        raise AgentUsageError("the cell has no prompt: write it on the lines below %%agent")
+    chosen = choose_model(options.model)
+    stream_fn = stream_function(chosen, options.fallback_models)
+    try:
+        groups = parse_groups(options.tools)
+    except UnknownToolGroupError as error:
+        raise AgentUsageError(str(error)) from None
+    return CellPlan(
+        options=options,
+        model=chosen,
+        stream_fn=stream_fn,
+        groups=groups,
+        budget=BudgetLimits(
+            max_turns=options.max_turns,
+            max_total_tokens=options.max_tokens,
+            max_cost=options.max_cost,
+        ),
+        new_session_prompt=(
+            options.system_prompt or defaults.system_prompt or DEFAULT_SYSTEM_PROMPT
+        ),
+        headless=headless,
+        headless_wait=float(defaults.headless_wait),
+    )
+
+
+def configure_agent(agent: Agent, plan: CellPlan, approval: ApprovalGate) -> None:
+    """This cell's settings on the session's agent (the next cell may change them): the
+    one place the model, stream function, tools, budget and approval are set."""
+    from IPython.core.getipython import get_ipython
+
+    shell = get_ipython()
+    namespace: dict[str, Any] = shell.user_ns if shell is not None else {}
+    tools = kernel_tools(
+        plan.groups,
+        namespace=namespace,
+        root=Path.cwd(),
+        shell=shell,
+        on_interrupt=lambda: agent.abort("interrupted (Kernel > Interrupt)"),
+    )
+    options = plan.options
+    agent.stream_fn = plan.stream_fn
+    agent.state.model = plan.model.name
+    agent.state.tools = ToolRegistry(tools)
+    agent.state.thinking_level = options.thinking  # type: ignore[assignment]
+    agent.tool_execution = options.tool_mode  # type: ignore[assignment]
+    if options.system_prompt is not None:
+        agent.state.system_prompt = options.system_prompt
+    agent.budget = plan.budget
+    agent.approval = approval

@@ -1,0 +1,170 @@
+"""One ``%%agent`` cell, end to end: plan -> session -> view -> run.
+
+This is the one module that wires the loop, the store and the view together (they only
+know the event stream). The input transformer turns the cell into ``await run_cell(...)``,
+so the run happens on the kernel's event loop while the cell shows ``[*]``; Approve, Deny and
+Stop clicks arrive meanwhile (ipykernel >= 7.4). Stop aborts the run and the cell ends
+normally; Kernel > Interrupt aborts it too, keeps the transcript valid and ends the cell with
+a one-line :class:`AgentInterrupted` (docs/architecture.md, "Running inside the kernel").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from typing import TYPE_CHECKING, Any
+
+from mibyan_jupyter.jupyter.cell.approver import approval_gate
+from mibyan_jupyter.jupyter.cell.plan import CellPlan, configure_agent, plan_cell
+from mibyan_jupyter.jupyter.cell.queued import (
+    QueueMode,
+    already_delivered,
+    give_to_running,
+    undeliver_leftovers,
+)
+from mibyan_jupyter.jupyter.cell.sessions import open_session
+from mibyan_jupyter.jupyter.kernel_tools import risk_note
+from mibyan_jupyter.jupyter.state import (
+    ActiveRun,
+    KernelState,
+    SessionHandle,
+    kernel_state,
+    notebook_path,
+)
+from mibyan_jupyter.jupyter.view import AgentView, ViewHeader
+from mibyan_jupyter.secrets import REDACT
+
+if TYPE_CHECKING:
+    from mibyan_jupyter.core.agent import Agent
+
+WAKE_S = 0.2
+"""The kernel's loop wakes at least this often during a run, so Kernel > Interrupt is
+honoured at once even while a model takes its time (measured: without it, the interrupt
+waited for the next network event)."""
+
+
+class AgentInterrupted(Exception):
+    """Kernel > Interrupt stopped the run: one red line (and Run All stops here)."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"AgentInterrupted: {self}"]
+
+
+async def run_cell(prompt: str, line: str = "", *, headless: bool = False) -> None:
+    """Run one ``%%agent`` cell. ``headless``: nobody can click (the real cell magic
+    called synchronously), so the policy decides approvals at once."""
+    state = kernel_state()
+    if already_delivered(state, prompt):
+        return
+    plan = plan_cell(prompt, line, state.defaults, headless=headless)
+    handle = open_session(state, plan, notebook_path())
+    running = state.running(handle.session_id)
+    if running is not None:  # the agent of this session is busy (another thread's run)
+        mode: QueueMode = "follow_up" if plan.options.after else "steer"
+        give_to_running(handle.agent, running.view, prompt, mode)
+        print(f"queued for the running agent ({'follow-up' if plan.options.after else 'steering'})")
+        return
+    view = new_view(handle, plan, prompt)
+    view.display()
+    await drive(state, handle, view, prompt, plan)
+
+
+def new_view(handle: SessionHandle, plan: CellPlan, prompt: str) -> AgentView:
+    """The cell's live view; its header names the plan's model, the one that answers."""
+    model = plan.model
+    return AgentView(
+        ViewHeader(
+            title=handle.title or prompt.strip().splitlines()[0][:80],
+            session_id=handle.session_id,
+            model=REDACT(model.label),
+            demo=model.demo,
+            context_window=model.context_window,
+        ),
+        risk_note=risk_note,
+    )
+
+
+async def drive(
+    state: KernelState, handle: SessionHandle, view: AgentView, prompt: str, plan: CellPlan
+) -> None:
+    """Run the prompt with the view subscribed; always finish the view and the run record."""
+    loop = asyncio.get_running_loop()
+    agent = handle.agent
+    configure_agent(agent, plan, approval_gate(plan, handle.policy, view, loop))
+    stopped = False
+
+    def stop() -> None:
+        nonlocal stopped
+        stopped = True
+        agent.abort("stopped with the Stop button")
+
+    def stop_elsewhere() -> None:  # the view's callback: any thread
+        loop.call_soon_threadsafe(stop)
+
+    view.on_stop(stop_elsewhere)
+    unsubscribe = agent.subscribe(view)
+    before = len(agent.state.messages)
+    task = loop.create_task(agent.prompt(prompt))
+    state.begin_run(
+        ActiveRun(handle.session_id, notebook_path(), task, view, time.time(), plan.model.label)
+    )
+    interrupted = False
+    try:
+        interrupted = await _await_run(task, agent)
+    finally:
+        unsubscribe()
+        state.end_run(handle.session_id)
+        try:
+            undeliver_leftovers(state, handle)
+        finally:
+            if handle.writer.error is not None:
+                print(f"mibyan: the session store failed: {handle.writer.error}", file=sys.stderr)
+            status = _status(agent.state.last_end_reason, stopped=stopped, interrupted=interrupted)
+            view.finish(agent.state.messages[before:], status=status)
+    if interrupted:
+        raise AgentInterrupted(
+            "the run was interrupted (Kernel > Interrupt); the conversation so far is saved"
+        )
+
+
+async def _await_run(task: asyncio.Task[Any], agent: Agent) -> bool:
+    """Wait for the run in short slices (SIGINT is only seen when the loop wakes); on
+    Kernel > Interrupt abort it, let it settle and return ``True``."""
+    try:
+        while not task.done():
+            await asyncio.wait({task}, timeout=WAKE_S)
+        task.result()
+        return False
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        current = asyncio.current_task()
+        if current is not None:
+            while current.cancelling():
+                current.uncancel()
+        agent.abort("interrupted (Kernel > Interrupt)")
+        await _settle(task)
+        return True
+
+
+async def _settle(task: asyncio.Task[Any], limit: float = 10.0) -> None:
+    """Let an aborted run close its events and records; give up after ``limit`` seconds."""
+    try:
+        await asyncio.wait_for(asyncio.shield(task), limit)
+    except (asyncio.CancelledError, KeyboardInterrupt, TimeoutError):
+        task.cancel()
+    except Exception:
+        pass  # reported through the task's exception below / the view
+
+
+def _status(end_reason: str | None, *, stopped: bool, interrupted: bool) -> str:
+    """The view's final status from the agent's own record of how the run ended; Stop and
+    Kernel > Interrupt both abort, and are told apart by who asked."""
+    if interrupted:
+        return "interrupted"
+    if stopped:
+        return "stopped"
+    if end_reason in ("completed", "budget_exhausted"):
+        return end_reason
+    if end_reason == "aborted":
+        return "stopped"
+    return "error"
