@@ -1,7 +1,9 @@
 # Every target makes the virtualenv it needs; nothing is installed outside the repo but
 # Debian's Chromium for the browser tests (tests/browser/ensure_chromium.sh, when missing).
-#   make test       lint + format check + mypy --strict + pytest, browser tests included
+#   make test       lint + format check + mypy --strict + every test, browser tests included
 #                   (installs Debian's Chromium when missing; what .ci/run runs)
+#   make test-fast  the fast lane: every test but the browser, real-kernel and slow ones
+#                   (pytest -m "not browser and not kernel and not slow"; under a minute)
 #   make demo       executes notebooks/01-quickstart.ipynb with the built-in demo model
 #                   (no API key needed) and prints what each cell showed
 #   make lab        opens the quickstart notebook in JupyterLab
@@ -16,9 +18,17 @@ BENCH_VENV := .venv-bench
 BENCH_PEERS := pydantic-ai-slim==2.68.0 openai-agents==0.24.0 openai==3.57.0 anthropic==2.14.0 \
                jupyter-ai-magics==2.31.7
 
-.PHONY: test demo lab bench lint typecheck pytest chromium labextension clean
+.PHONY: test test-fast demo lab bench lint typecheck pytest pytest-browser chromium labextension clean
 
-test: lint typecheck pytest
+test: lint typecheck pytest pytest-browser
+
+# Browser tests run in a pytest process of their own: one Chromium and one JupyterLab serve
+# them all, and Playwright's sync API (which leaves its event loop marked running) never
+# shares a process with the asyncio tests.
+FAST := not browser and not kernel and not slow
+
+test-fast: $(VENV)/.installed
+	$(VENV)/bin/pytest -q -m "$(FAST)"
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
@@ -27,14 +37,17 @@ lint: $(VENV)/.installed
 typecheck: $(VENV)/.installed
 	$(VENV)/bin/mypy
 
-pytest: $(VENV)/.installed labextension chromium
-	$(VENV)/bin/pytest
+pytest: $(VENV)/.installed labextension
+	$(VENV)/bin/pytest -m "not browser"
+
+pytest-browser: $(VENV)/.installed labextension chromium
+	$(VENV)/bin/pytest -m browser tests/browser
 
 chromium:
 	bash tests/browser/ensure_chromium.sh
 
 demo: $(VENV)/.installed
-	$(VENV)/bin/python -m mibyan_jupyter.quickstart notebooks/01-quickstart.ipynb
+	$(VENV)/bin/python -m mibyan_jupyter.quickstart notebooks/01-quickstart.ipynb --workdir build/demo
 
 lab: $(VENV)/.installed labextension
 	$(VENV)/bin/jupyter lab notebooks/01-quickstart.ipynb

@@ -3,13 +3,19 @@ in a fresh kernel, the way CI, nbconvert or papermill would, and print what each
 
 With no key the demo model answers. Nobody can click Approve here, so calls that need
 approval are denied by the policy (with the reason in the output) and the run completes:
-a notebook of ``%%agent`` cells never hangs without a browser. The executed copy is written
-next to the input as ``<name>.executed.ipynb`` unless ``--output`` says otherwise.
+a notebook of ``%%agent`` cells never hangs without a browser.
+
+The run happens in a work folder (``build/demo`` by default), never in the notebook's own folder:
+the notebook's folder is copied there first (so relative data files still resolve), the kernel
+runs in the copy, and whatever the cells write (``%agent export``) and the executed notebook
+``<name>.executed.ipynb`` land beside it. ``notebooks/`` holds only the teaching notebooks, so
+``make demo`` followed by ``make test`` does not find extra notebooks there.
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -18,6 +24,7 @@ from typing import Any
 from mibyan_jupyter.export.outputs import plain_text
 
 DEFAULT = Path("notebooks/01-quickstart.ipynb")
+WORKDIR = Path("build/demo")
 
 
 def _plain(output: dict[str, Any]) -> str:
@@ -31,20 +38,36 @@ def _plain(output: dict[str, Any]) -> str:
     return plain_text(output)
 
 
-def execute(path: Path, output: Path | None = None, timeout: int = 120) -> Path:
+def prepare_workdir(path: Path, workdir: Path) -> Path:
+    """Copy the notebook's folder into ``workdir`` (replacing an earlier copy) and return the
+    notebook's path inside it: the run may write files, the source folder stays as it is."""
+    source = path.parent.resolve()
+    workdir = workdir.resolve()
+    if workdir == source or source in workdir.parents:
+        raise ValueError(f"the work folder {workdir} must be outside {source}")
+    if workdir.exists():
+        shutil.rmtree(workdir)
+    shutil.copytree(
+        source, workdir, ignore=shutil.ignore_patterns("*.executed.ipynb", ".ipynb_checkpoints")
+    )
+    return workdir / path.name
+
+
+def execute(path: Path, workdir: Path = WORKDIR, timeout: int = 120) -> Path:
     import nbformat
     from nbclient import NotebookClient
 
-    notebook = nbformat.read(path, as_version=4)  # type: ignore[no-untyped-call]
+    copy = prepare_workdir(path, workdir)
+    notebook = nbformat.read(copy, as_version=4)  # type: ignore[no-untyped-call]
     client = NotebookClient(
         notebook,
         timeout=timeout,
         kernel_name="python3",
-        resources={"metadata": {"path": str(path.parent.resolve())}},
+        resources={"metadata": {"path": str(copy.parent)}},
     )
     started = time.perf_counter()
     client.execute()
-    target = output or path.with_name(path.stem + ".executed.ipynb")
+    target = copy.with_name(copy.stem + ".executed.ipynb")
     nbformat.write(notebook, target)  # type: ignore[no-untyped-call]
     for index, cell in enumerate(notebook.cells):
         if cell.cell_type != "code":
@@ -61,13 +84,22 @@ def execute(path: Path, output: Path | None = None, timeout: int = 120) -> Path:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("notebook", nargs="?", type=Path, default=DEFAULT)
-    parser.add_argument("--output", type=Path)
+    parser.add_argument(
+        "--workdir",
+        type=Path,
+        default=WORKDIR,
+        help="folder the notebook runs in and its outputs go to (default: build/demo)",
+    )
     parser.add_argument("--timeout", type=int, default=120, help="seconds per cell")
     args = parser.parse_args(argv)
     if not args.notebook.exists():
         print(f"no such notebook: {args.notebook}", file=sys.stderr)
         return 2
-    execute(args.notebook, args.output, args.timeout)
+    try:
+        execute(args.notebook, args.workdir, args.timeout)
+    except ValueError as error:
+        print(f"mibyan quickstart: {error}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -213,24 +213,7 @@ class ApprovalGate:
     ) -> GateOutcome:
         """Decide one call. Every ApprovalRequested gets its ApprovalResolved, also when
         the approver fails or times out, or the run is cancelled while it waits."""
-
-        async def resolved(
-            approved: bool,
-            decided_by: DecidedBy,
-            reason: str | None = None,
-            scope: Scope = "once",
-        ) -> None:
-            await emit(
-                ApprovalResolved(
-                    call_id=call_id,
-                    name=tool_name,
-                    approved=approved,
-                    decided_by=decided_by,
-                    reason=reason,
-                    scope=scope,
-                )
-            )
-
+        resolved = _Resolved(emit, call_id, tool_name)
         decision = self.policy.decide(tool_name, args, side_effects=side_effects)
         remembered: Scope = decision.source if decision.source in ("session", "always") else "once"
         if decision.action == "allow":
@@ -240,14 +223,32 @@ class ApprovalGate:
         if decision.action == "deny":
             await resolved(False, "policy", decision.reason, remembered)
             return GateOutcome(False, None, decision.reason)
+        request = ApprovalRequest(call_id, tool_name, args, decision.reason)
+        answer = await self._ask(request, emit, signal, resolved)
+        if isinstance(answer, GateOutcome):
+            return answer
+        self.policy.remember(tool_name, isinstance(answer, Approved), answer.scope)
+        if isinstance(answer, Approved):
+            await resolved(True, answer.decided_by, None, answer.scope)
+            return GateOutcome(True, answer.override_args, None)
+        await resolved(False, answer.decided_by, answer.reason, answer.scope)
+        return GateOutcome(False, None, answer.reason or "the user denied it")
+
+    async def _ask(
+        self, request: ApprovalRequest, emit: EmitFn, signal: AbortSignal, resolved: _Resolved
+    ) -> Decision | GateOutcome:
+        """Ask the approver; a timeout or a failing approver is a denial (resolved here),
+        a cancelled run resolves the request before the cancellation goes on."""
         try:
             await emit(
                 ApprovalRequested(
-                    call_id=call_id, name=tool_name, args=dict(args), reason=decision.reason
+                    call_id=request.call_id,
+                    name=request.tool_name,
+                    args=dict(request.args),
+                    reason=request.reason,
                 )
             )
-            request = ApprovalRequest(call_id, tool_name, args, decision.reason)
-            answer = await await_within(self.approver(request, signal), self.timeout)
+            return await await_within(self.approver(request, signal), self.timeout)
         except asyncio.CancelledError:
             await resolved(False, "abort", "the run was stopped")
             raise
@@ -259,9 +260,30 @@ class ApprovalGate:
             reason = f"the approval could not be asked ({type(error).__name__}: {error})"
             await resolved(False, "error", reason)
             return GateOutcome(False, None, reason)
-        self.policy.remember(tool_name, isinstance(answer, Approved), answer.scope)
-        if isinstance(answer, Approved):
-            await resolved(True, answer.decided_by, None, answer.scope)
-            return GateOutcome(True, answer.override_args, None)
-        await resolved(False, answer.decided_by, answer.reason, answer.scope)
-        return GateOutcome(False, None, answer.reason or "the user denied it")
+
+
+class _Resolved:
+    """Emits the ApprovalResolved of one call."""
+
+    __slots__ = ("call_id", "emit", "tool_name")
+
+    def __init__(self, emit: EmitFn, call_id: str, tool_name: str) -> None:
+        self.emit, self.call_id, self.tool_name = emit, call_id, tool_name
+
+    async def __call__(
+        self,
+        approved: bool,
+        decided_by: DecidedBy,
+        reason: str | None = None,
+        scope: Scope = "once",
+    ) -> None:
+        await self.emit(
+            ApprovalResolved(
+                call_id=self.call_id,
+                name=self.tool_name,
+                approved=approved,
+                decided_by=decided_by,
+                reason=reason,
+                scope=scope,
+            )
+        )

@@ -204,84 +204,113 @@ class _Call:
         self.request = request
         self.signal = signal
         self.grace = grace
+        self.adapter = adapter_for(spec.api_mode)
+        self.incomplete = 0
+        """Replies in a row with no text and no tool call."""
+        self.refreshed = False
+        """The credential was refreshed once already (never twice per call)."""
         self.message: AssistantMessage | None = None
         self.partial: AssistantMessage | None = None
         self.error: ProviderError | None = None
 
     async def run(self) -> AsyncIterator[StreamEvent]:
-        client, spec, policy = self.client, self.spec, self.client.retry
-        adapter = adapter_for(spec.api_mode)
-        attempt = incomplete = 0
-        refreshed = False
+        """Attempt until a reply is kept or an error is final; each retry is announced
+        with a :class:`RetryNotice` (and waited for, when the policy says so)."""
+        attempt = 0
         while True:
-            if not client._take_call(grace=self.grace):
-                self.error = ProviderError(
-                    "budget_exhausted",
-                    f"the call budget ({client.max_calls} model calls) is used up",
-                )
+            if not self._take_call():
                 return
-            self.grace = False  # a grace call is exactly one call
             attempt += 1
             outcome = Attempt()
-            try:
-                key = await read_key(spec)
-            except ProviderError as missing_key:
-                outcome.error = missing_key
-                key = None
+            key = await self._read_key(outcome)
             if outcome.error is None:
                 async for event in stream_once(
-                    client._client(), spec, adapter, self.request, key, outcome
+                    self.client._client(), self.spec, self.adapter, self.request, key, outcome
                 ):
                     yield event
             if outcome.message is not None:
-                if _incomplete(outcome.message):
-                    incomplete += 1
-                    if incomplete >= client.max_incomplete:
-                        self.partial = outcome.message
-                        self.error = ProviderError(
-                            "incomplete_response",
-                            f"{incomplete} replies in a row had no text and no tool call",
-                        )
-                        return
-                    yield RetryNotice(
-                        attempt=attempt,
-                        max_attempts=client.max_incomplete,
-                        delay=0.0,
-                        error_kind="incomplete_response",
-                        message="the reply had no text and no tool call",
-                    )
-                    continue
-                self.message = self._priced(outcome.message)
+                notice, wait = self._after_reply(outcome.message, attempt), False
+            else:
+                notice, wait = await self._after_error(outcome, key, attempt)
+            if notice is None:
                 return
-            error = outcome.error
-            assert error is not None
-            self.partial = outcome.partial
-            if error.hints.refresh_credential and not refreshed and await self._refresh(key):
-                refreshed = True
-                yield RetryNotice(
-                    attempt=attempt,
-                    max_attempts=attempt + 1,
-                    delay=0.0,
-                    error_kind=error.kind,
-                    message="retrying with a refreshed credential",
-                )
-                continue
-            if not policy.should_retry(error, attempt):
-                self.error = error
-                return
-            delay = policy.delay(error, attempt)
-            yield RetryNotice(
-                attempt=attempt,
-                max_attempts=policy.max_retries + 1,
-                delay=delay,
-                error_kind=error.kind,
-                message=error.message,
-            )
-            if await policy.sleep(delay, self.signal):
+            yield notice
+            if wait and await self.client.retry.sleep(notice.delay, self.signal):
                 self.error = ProviderError(
                     "aborted", self.signal.reason or "aborted while waiting to retry"
                 )
                 return
+
+    def _take_call(self) -> bool:
+        """One call of the client's budget (a grace call is exactly one call)."""
+        if not self.client._take_call(grace=self.grace):
+            self.error = ProviderError(
+                "budget_exhausted",
+                f"the call budget ({self.client.max_calls} model calls) is used up",
+            )
+            return False
+        self.grace = False
+        return True
+
+    async def _read_key(self, outcome: Attempt) -> str | None:
+        try:
+            return await read_key(self.spec)
+        except ProviderError as missing_key:
+            outcome.error = missing_key
+            return None
+
+    def _after_reply(self, message: AssistantMessage, attempt: int) -> RetryNotice | None:
+        """Keep a reply, or retry one with no text and no tool call (up to
+        ``max_incomplete`` in a row, then fail with ``incomplete_response``)."""
+        if not _incomplete(message):
+            self.message = self._priced(message)
+            return None
+        self.incomplete += 1
+        if self.incomplete >= self.client.max_incomplete:
+            self.partial = message
+            self.error = ProviderError(
+                "incomplete_response",
+                f"{self.incomplete} replies in a row had no text and no tool call",
+            )
+            return None
+        return RetryNotice(
+            attempt=attempt,
+            max_attempts=self.client.max_incomplete,
+            delay=0.0,
+            error_kind="incomplete_response",
+            message="the reply had no text and no tool call",
+        )
+
+    async def _after_error(
+        self, outcome: Attempt, key: str | None, attempt: int
+    ) -> tuple[RetryNotice | None, bool]:
+        """What follows a failed attempt: one retry with a refreshed credential, a retry
+        the policy allows (to be waited for), or the end with the error."""
+        error = outcome.error
+        assert error is not None
+        self.partial = outcome.partial
+        if error.hints.refresh_credential and not self.refreshed and await self._refresh(key):
+            self.refreshed = True
+            notice = RetryNotice(
+                attempt=attempt,
+                max_attempts=attempt + 1,
+                delay=0.0,
+                error_kind=error.kind,
+                message="retrying with a refreshed credential",
+            )
+            return notice, False
+        policy = self.client.retry
+        if not policy.should_retry(error, attempt):
+            self.error = error
+            return None, False
+        notice = RetryNotice(
+            attempt=attempt,
+            max_attempts=policy.max_retries + 1,
+            delay=policy.delay(error, attempt),
+            error_kind=error.kind,
+            message=error.message,
+        )
+        return notice, True
 
     async def _refresh(self, used_key: str | None) -> bool:
         """Run the refresh hook (if any) and say whether the key is now a different one."""

@@ -142,27 +142,8 @@ def resolve_model(
     url_match = _BASE_URL.match(text)
     if url_match:
         text, base_url = url_match["model"], base_url or url_match["url"]
-    provider: Provider | None = None
-    prefix, colon, rest = text.partition(":")
-    if colon and prefix.lower() in PROVIDERS:
-        provider, model_id = PROVIDERS[prefix.lower()], rest
-    else:
-        model_id = text
-        if colon and base_url is None and "/" not in prefix:
-            close = difflib.get_close_matches(prefix.lower(), PROVIDERS, n=1)
-            hint = f" Did you mean {close[0]!r}?" if close else ""
-            raise ModelSpecError(
-                f"unknown provider {prefix!r} in {spec!r}.{hint} Known providers: "
-                f"{', '.join(PROVIDERS)}; or give a base URL: 'model@http://host:port/v1'."
-            )
-        if base_url is None:
-            guessed = _guess_provider(model_id)
-            if guessed is None:
-                raise ModelSpecError(
-                    f"cannot tell which server runs {spec!r}: write it as 'provider:model' "
-                    f"({', '.join(PROVIDERS)}) or 'model@http://host:port/v1'"
-                )
-            provider = PROVIDERS[guessed]
+    provider, model_id = _split_provider(text, spec, base_url)
+    prefix = text.partition(":")[0]
     if not model_id:
         raise ModelSpecError(f"no model name in {spec!r}: write e.g. '{prefix}:model-name'")
     url = base_url or (provider.base_url if provider else None)
@@ -190,3 +171,27 @@ def resolve_model(
         requires_key=provider is not None and not provider.local,
         headers=dict(headers or {}),
     )
+
+
+def _split_provider(text: str, spec: str, base_url: str | None) -> tuple[Provider | None, str]:
+    """``provider:model`` -> (provider, model); a bare model name -> the provider guessed
+    from it (``None`` when a base URL is given). An unknown prefix is one clear error."""
+    prefix, colon, rest = text.partition(":")
+    if colon and prefix.lower() in PROVIDERS:
+        return PROVIDERS[prefix.lower()], rest
+    if colon and base_url is None and "/" not in prefix:
+        close = difflib.get_close_matches(prefix.lower(), PROVIDERS, n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise ModelSpecError(
+            f"unknown provider {prefix!r} in {spec!r}.{hint} Known providers: "
+            f"{', '.join(PROVIDERS)}; or give a base URL: 'model@http://host:port/v1'."
+        )
+    if base_url is not None:
+        return None, text
+    guessed = _guess_provider(text)
+    if guessed is None:
+        raise ModelSpecError(
+            f"cannot tell which server runs {spec!r}: write it as 'provider:model' "
+            f"({', '.join(PROVIDERS)}) or 'model@http://host:port/v1'"
+        )
+    return PROVIDERS[guessed], text

@@ -1,9 +1,21 @@
 """Browser tests: JupyterLab on 127.0.0.1, driven by Playwright (Python) with Debian Chromium.
 
-One server per test session (starting it costs seconds), one Chromium per test module (see
-``chromium``), a fresh page per test. The tests are skipped when Chromium or Playwright is
-missing (see lab_driver.py); ``make test`` installs both (tests/browser/ensure_chromium.sh), so
-in CI they run.
+Run them in a pytest process of their own: ``pytest -m browser tests/browser`` (every test here
+is marked ``browser``; the rest of the suite runs with ``-m "not browser"``). Playwright's sync
+API leaves its event loop marked as running in the main thread while the browser is open, so
+every asyncio user in the same process (pytest-asyncio tests, nbclient) would fail with "Cannot
+run the event loop while another loop is running". In their own process nothing else runs, so
+one JupyterLab server and one Chromium serve all the browser tests (starting them costs
+seconds each); each test gets a fresh browser context and page, its own folder on the server
+(notebooks, files and a session store of its own, see lab_process.py), its own kernels (all
+shut down after it) and its own artifacts folder (lab_artifacts.py).
+
+The shared server and browser are "package"-scoped (this folder is a package), which for a
+browser-only run is the whole session; in a mixed run pytest closes them as soon as it leaves
+this folder, so the asyncio tests after it still work there too, merely without the split.
+
+The tests are skipped when Chromium or Playwright is missing (see lab_driver.py); ``make test``
+installs both (tests/browser/ensure_chromium.sh), so in CI they run.
 """
 
 from __future__ import annotations
@@ -15,20 +27,21 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from lab_driver import Lab, LabServer
-    from playwright.sync_api import BrowserContext
+    from playwright.sync_api import Browser
+
+    from .lab_driver import Lab, LabServer
 
 # lab_driver (and through it Playwright) is imported in the fixtures, not here: when Chromium
 # or Playwright is missing, lab_driver skips the test modules, and this file must still load.
 
-ARTIFACTS = Path(__file__).parent / "artifacts"
 
-
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def lab_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
-    from lab_driver import LabServer
+    """The one JupyterLab of the run, serving the repository's built extension if built."""
+    from .lab_process import BUILT_LABEXTENSION, LabServer
 
-    server = LabServer(tmp_path_factory.mktemp("jupyterlab"))
+    built = BUILT_LABEXTENSION if (BUILT_LABEXTENSION / "package.json").exists() else None
+    server = LabServer(tmp_path_factory.mktemp("jupyterlab"), labextension=built)
     server.start()
     try:
         yield server
@@ -36,66 +49,46 @@ def lab_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
         server.stop()
 
 
-@pytest.fixture(scope="module")
-def chromium(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrowserContext]:
-    """Chromium with a fresh profile, per test module (launching costs ~1 s).
-
-    Not per session: Playwright's sync API leaves its event loop marked as running in the
-    main thread between calls, so while it is open every later asyncio user in this pytest
-    process (pytest-asyncio tests, nbclient) fails with "Cannot run the event loop while
-    another loop is running". Closing it at the end of each module keeps the rest of the
-    suite clean; pytest's "package" scope would only end with the session here.
-    """
-    from lab_driver import CHROMIUM, CHROMIUM_ARGS
+@pytest.fixture(scope="package")
+def chromium() -> Iterator[Browser]:
+    """The one Chromium of the run (each test opens its own context in it, see ``lab``)."""
     from playwright.sync_api import sync_playwright
 
-    profile = tmp_path_factory.mktemp("chromium-profile")
+    from .lab_driver import CHROMIUM, CHROMIUM_ARGS
+
     with sync_playwright() as playwright:
-        context = playwright.chromium.launch_persistent_context(
-            profile,
-            executable_path=CHROMIUM,
-            headless=True,
-            args=CHROMIUM_ARGS,
-            viewport={"width": 1280, "height": 1000},
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
         )
         try:
-            yield context
+            yield browser
         finally:
-            context.close()
+            browser.close()
 
 
 @pytest.fixture
-def lab(
-    request: pytest.FixtureRequest, lab_server: LabServer, chromium: BrowserContext
-) -> Iterator[Lab]:
-    """A new page on the shared server; screenshot and page errors saved after the test."""
-    from lab_driver import Lab, artifact_name
+def lab(request: pytest.FixtureRequest, lab_server: LabServer, chromium: Browser) -> Iterator[Lab]:
+    """A fresh context and page on the shared server, working in the test's own folder;
+    screenshot and logs saved to artifacts/<test>/ after the test, its kernels shut down."""
+    from .lab_artifacts import Artifacts, artifact_name
+    from .lab_driver import Lab
 
-    page = chromium.new_page()
+    if request.node.get_closest_marker("browser") is None:
+        pytest.fail(
+            "mark this module `pytestmark = pytest.mark.browser`: browser tests must run in "
+            "their own pytest process (see tests/browser/conftest.py)"
+        )
+    name = artifact_name(f"{Path(request.node.path).stem}.{request.node.name}")
+    artifacts = Artifacts(name)
+    lab_server.new_folder(name)
+    log_start = lab_server.log_size()
+    context = chromium.new_context(viewport={"width": 1280, "height": 1000})
+    page = context.new_page()
     page.set_default_timeout(15_000)
-    driver = Lab(page, lab_server)
-    name = artifact_name(request.node.name)
-    driver.artifact_stem = ARTIFACTS / name
-    problems = driver.problems
-    page.on("pageerror", lambda error: problems.append(f"pageerror: {error}"))
-    page.on(
-        "console",
-        lambda message: (
-            problems.append(f"console.{message.type}: {message.text}")
-            if message.type in ("error", "warning")
-            else None
-        ),
-    )
+    artifacts.listen(page)
     try:
-        yield driver
+        yield Lab(page, lab_server, name, artifacts)
     finally:
-        ARTIFACTS.mkdir(exist_ok=True)
-        try:
-            page.screenshot(path=ARTIFACTS / f"{name}.png")
-        except Exception as error:  # a crashed page must not hide the test's own failure
-            problems.append(f"screenshot failed: {error}")
-        log = "\n".join(["# page errors and console messages", *problems])
-        log += "\n\n# end of the server's log\n" + lab_server.log_tail()
-        (ARTIFACTS / f"{name}.log").write_text(log + "\n")
-        page.close()
+        artifacts.save(page, lab_server.log_since(log_start))
+        context.close()
         lab_server.shutdown_kernels()

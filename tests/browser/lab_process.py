@@ -1,8 +1,11 @@
-"""JupyterLab's server for the browser tests: isolated, keyless, on 127.0.0.1.
+"""JupyterLab's server for the browser tests: isolated, keyless, on 127.0.0.1, shared by all.
 
-The server and its kernels get their own HOME, Jupyter and IPython folders and session store,
-and no provider key, so the kernel answers with the built-in demo model and nothing of the
-machine's setup (settings, workspaces, keys, sessions) leaks into the tests or out of them.
+One server serves every browser test of a run (starting it costs seconds). The server and its
+kernels get their own HOME, Jupyter and IPython folders and no provider key, so the kernel
+answers with the built-in demo model and nothing of the machine's setup (settings, workspaces,
+keys, sessions) leaks into the tests or out of them. Each test gets its own folder under the
+server's root (:meth:`LabServer.new_folder`); a kernel starts in its notebook's folder, and an
+IPython startup file points ``MIBYAN_DB`` there, so every test has a session store of its own.
 """
 
 from __future__ import annotations
@@ -23,7 +26,19 @@ from typing import Any
 # The server runs from the interpreter running pytest: its venv has jupyterlab, the kernel and
 # mibyan_jupyter, and its share/jupyter holds the ipywidgets and anywidget front ends.
 VENV_BIN = Path(sys.executable).parent
+# The front-end extension as labextension/build.sh leaves it (git-ignored, so maybe missing).
+BUILT_LABEXTENSION = Path(__file__).resolve().parents[2] / "mibyan_jupyter" / "labextension"
 SERVER_START_TIMEOUT_S = 60.0
+STORE_FILE = "sessions.sqlite3"
+
+# Runs in every kernel before its first cell. The kernel's working folder is its notebook's,
+# which is the test's own folder, so the store there is the test's alone (a kernel restart
+# keeps the folder, hence the store: a resumed session is still found).
+_STORE_PER_FOLDER = f"""\
+# Written by tests/browser/lab_process.py: one session store per test folder.
+import os
+os.environ["MIBYAN_DB"] = os.path.join(os.getcwd(), {STORE_FILE!r})
+"""
 
 
 def free_port() -> int:
@@ -61,9 +76,13 @@ def server_env(base: Path) -> dict[str, str]:
     (notification / "notification.jupyterlab-settings").write_text(
         json.dumps({"fetchNews": "false", "checkForUpdates": False})
     )
+    startup = dirs["IPYTHONDIR"] / "profile_default" / "startup"
+    startup.mkdir(parents=True, exist_ok=True)
+    (startup / "00-store-per-test-folder.py").write_text(_STORE_PER_FOLDER)
     env = {name: value for name, value in os.environ.items() if not _is_provider_key(name)}
     env.update({name: str(path) for name, path in dirs.items()})
-    env["MIBYAN_DB"] = str(base / "sessions.sqlite3")
+    # For a kernel started outside a test folder; the startup file overrides it in the kernels.
+    env["MIBYAN_DB"] = str(base / STORE_FILE)
     env["PATH"] = f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}"
     env["PYTHONUNBUFFERED"] = "1"
     return env
@@ -72,16 +91,25 @@ def server_env(base: Path) -> dict[str, str]:
 class LabServer:
     """``jupyter lab`` on 127.0.0.1 with a token and a temporary root folder."""
 
-    def __init__(self, base: Path) -> None:
+    def __init__(self, base: Path, *, labextension: Path | None = None) -> None:
         self.base = base
         self.root_dir = base / "root"
         self.root_dir.mkdir(parents=True, exist_ok=True)
         self.env = server_env(base)
+        if labextension is not None:
+            self._link_labextension(labextension)
         self.token = secrets.token_hex(16)
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = base / "jupyter-lab.log"
         self._proc: subprocess.Popen[bytes] | None = None
+
+    def _link_labextension(self, built: Path) -> None:
+        """Serve the repository's built extension, first on the server's labextensions path
+        (ahead of whatever copy the venv has), so the tests run what labextension/ builds."""
+        labextensions = Path(self.env["JUPYTER_DATA_DIR"]) / "labextensions"
+        labextensions.mkdir(parents=True, exist_ok=True)
+        (labextensions / "mibyan-jupyter").symlink_to(built, target_is_directory=True)
 
     def start(self) -> None:
         command = [
@@ -124,12 +152,6 @@ class LabServer:
         except (urllib.error.URLError, ConnectionError, TimeoutError):
             return False
 
-    def log_tail(self, lines: int = 40) -> str:
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return "(no log)"
-
     def stop(self) -> None:
         proc, self._proc = self._proc, None
         if proc is None:
@@ -140,6 +162,28 @@ class LabServer:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=10)
+
+    # -- the log, per test ---------------------------------------------------------------------
+
+    def log_size(self) -> int:
+        """Where the log ends now: a test keeps this to save only its own part of the log."""
+        try:
+            return self.log_path.stat().st_size
+        except OSError:
+            return 0
+
+    def log_since(self, offset: int) -> str:
+        try:
+            with self.log_path.open("rb") as log:
+                log.seek(offset)
+                return log.read().decode(errors="replace")
+        except OSError:
+            return "(no log)"
+
+    def log_tail(self, lines: int = 40) -> str:
+        return "\n".join(self.log_since(0).splitlines()[-lines:])
+
+    # -- REST API ------------------------------------------------------------------------------
 
     def api(self, method: str, path: str) -> Any:
         request = urllib.request.Request(
@@ -152,16 +196,25 @@ class LabServer:
         return json.loads(body) if body else None
 
     def shutdown_kernels(self) -> None:
-        """Shut every kernel down, so one test's kernel does not linger into the next."""
-        for kernel in self.api("GET", "/api/kernels") or []:
-            try:
-                self.api("DELETE", f"/api/kernels/{kernel['id']}")
-            except urllib.error.HTTPError as error:
-                if error.code != 404:  # already gone
-                    raise
+        """End every session and kernel, so one test's kernel does not linger into the next."""
+        for kind in ("sessions", "kernels"):  # a session's end shuts its kernel down
+            for item in self.api("GET", f"/api/{kind}") or []:
+                try:
+                    self.api("DELETE", f"/api/{kind}/{item['id']}")
+                except urllib.error.HTTPError as error:
+                    if error.code != 404:  # already gone
+                        raise
+
+    # -- files ---------------------------------------------------------------------------------
+
+    def new_folder(self, name: str) -> Path:
+        """A test's own folder under the root (its notebooks, files and session store)."""
+        folder = self.root_dir / name
+        folder.mkdir()
+        return folder
 
     def write_notebook(self, name: str, cells: Sequence[str]) -> Path:
-        """A notebook of code cells (plain nbformat v4 JSON) in the server's root folder."""
+        """A notebook of code cells (plain nbformat v4 JSON); ``name`` is relative to the root."""
         notebook = {
             "cells": [
                 {

@@ -11,7 +11,10 @@ from __future__ import annotations
 import re
 
 import pytest
-from lab_driver import Lab, text
+
+from .lab_driver import Lab, text
+
+pytestmark = pytest.mark.browser
 
 LOAD = "%load_ext mibyan_jupyter"
 ASK_PYTHON = "%%agent --tools python\nUse run_python to compute this:\n```python\nprint(6 * 7)\n```"

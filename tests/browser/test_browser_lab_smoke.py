@@ -7,8 +7,15 @@ anywidget: the server's isolated JUPYTER_DATA_DIR must not hide the venv's labex
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
-from lab_driver import Lab
+
+import mibyan_jupyter
+
+from .lab_driver import Lab
+
+pytestmark = pytest.mark.browser
 
 ANYWIDGET_CELL = '''
 import anywidget, traitlets
@@ -56,3 +63,14 @@ def test_widget_front_ends_load(lab: Lab) -> None:
     probe.wait_for(state="visible")
     assert probe.inner_text() == "anywidget says hello"
     assert not lab.error_outputs(1)
+
+
+@pytest.mark.timeout(120)
+def test_kernel_imports_the_package_under_test(lab: Lab) -> None:
+    """The server and its kernels inherit this process's environment (PYTHONPATH included),
+    so a kernel runs the mibyan_jupyter these tests import, not some other installed copy."""
+    lab.open_notebook("where.ipynb", ["import mibyan_jupyter\nprint(mibyan_jupyter.__file__)"])
+
+    shown = lab.run_cell(0).strip()
+
+    assert Path(shown).resolve() == Path(mibyan_jupyter.__file__).resolve(), shown

@@ -6,7 +6,10 @@ in the same run, and the queued cell, when it finally executes, only says where 
 from __future__ import annotations
 
 import pytest
-from lab_driver import Lab, text
+
+from .lab_driver import Lab, text
+
+pytestmark = pytest.mark.browser
 
 LOAD = "%load_ext mibyan_jupyter"
 

@@ -1,8 +1,9 @@
 """Tomorrow's notebook: after a kernel restart, a new notebook resumes the last session
 (``%agent resume last`` shows its history) and the next ``%%agent`` cell continues it.
 
-The conversation lives in the server's SQLite store (``MIBYAN_DB``), which the test reads
-directly to check that the continued prompt was added to the same session, not a new one.
+The conversation lives in the test's own SQLite store (its kernels' ``MIBYAN_DB``, see
+lab_process.py), which the test reads directly to check that the continued prompt was added
+to the same session, not a new one.
 """
 
 from __future__ import annotations
@@ -10,11 +11,14 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from lab_driver import Lab, text
 
 from mibyan_jupyter.core.messages import UserMessage, content_text
 from mibyan_jupyter.store.records import load_messages
 from mibyan_jupyter.store.sessions import SessionStore
+
+from .lab_driver import Lab, text
+
+pytestmark = pytest.mark.browser
 
 LOAD = "%load_ext mibyan_jupyter"
 
@@ -22,7 +26,7 @@ LOAD = "%load_ext mibyan_jupyter"
 def _sessions_with(lab: Lab, *texts: str) -> list[str]:
     """Ids of the stored sessions whose user prompts contain every one of ``texts``."""
     found = []
-    with SessionStore(lab.server.env["MIBYAN_DB"]) as store:
+    with SessionStore(lab.db_path) as store:
         for info in store.list(limit=100):
             prompts = " ".join(
                 content_text(m.content)

@@ -7,7 +7,10 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from lab_driver import Lab, text
+
+from .lab_driver import Lab, text
+
+pytestmark = pytest.mark.browser
 
 LOAD = "%load_ext mibyan_jupyter"
 WIDGET = "application/vnd.jupyter.widget-view+json"
@@ -22,7 +25,7 @@ def test_saved_notebook_reopened_without_running_shows_the_conversation(lab: Lab
     lab.save()
     lab.shutdown_kernel()
 
-    saved = lab.server.read_notebook("saved.ipynb")
+    saved = lab.read_notebook("saved.ipynb")
     bundles = [output.get("data", {}) for output in saved["cells"][1]["outputs"]]
     assert any("mibyan-transcript" in "".join(b.get("text/html", "")) for b in bundles), (
         f"the saved cell has no static transcript: {[sorted(b) for b in bundles]}"

@@ -8,7 +8,10 @@ and to press Stop before the answer is complete.
 from __future__ import annotations
 
 import pytest
-from lab_driver import Lab, text
+
+from .lab_driver import Lab, text
+
+pytestmark = pytest.mark.browser
 
 LOAD = "%load_ext mibyan_jupyter"
 

@@ -17,7 +17,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import pytest
-from lab_driver import Lab, text
+
+from .lab_driver import Lab, text
+
+pytestmark = pytest.mark.browser
 
 if TYPE_CHECKING:
     from playwright.sync_api import Dialog
@@ -141,7 +144,7 @@ def test_xss_corpus_in_model_and_tool_output_renders_inert(lab: Lab) -> None:
 
     lab.page.on("dialog", on_dialog)
     echo_cells = [f"%%agent --tools none\n{chunk}" for chunk in _chunks(PAYLOADS, ECHO_LIMIT)]
-    (lab.server.root_dir / PAYLOAD_FILE).write_text("\n".join(PAYLOADS) + "\n")
+    (lab.folder_path / PAYLOAD_FILE).write_text("\n".join(PAYLOADS) + "\n")
     lab.open_notebook("xss.ipynb", [LOAD, _tool_cell(), *echo_cells])
     lab.page.evaluate(OBSERVER_JS)
     lab.run_cell(0)

@@ -8,25 +8,24 @@ records what it got and answers "queued") and an input transformer that turns a 
 cell into ``await asyncio.sleep(N)`` — the same top-level await the real magic uses, which is
 what lets ipykernel >= 7.4 dispatch the comm while the cell runs.
 
-They use their own server (the built extension linked into its isolated JUPYTER_DATA_DIR, so
-the shared server of the other browser tests is left as it is), the ``chromium`` fixture and
-``lab_driver`` of this folder, and skip when the extension was not built (labextension/build.sh).
+They use the shared server (it serves the repository's built extension, first on its
+labextensions path; the stand-in lives in each test's own kernel, so it touches no other test)
+and skip when the extension was not built (labextension/build.sh).
 """
 
 from __future__ import annotations
 
 import ast
 import json
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from lab_driver import Lab, LabServer
-from playwright.sync_api import BrowserContext
 
-BUILT = Path(__file__).resolve().parents[2] / "mibyan_jupyter" / "labextension"
-ARTIFACTS = Path(__file__).parent / "artifacts"
+from .lab_driver import Lab
+from .lab_process import BUILT_LABEXTENSION as BUILT
+
+pytestmark = pytest.mark.browser
+
 ACTIVATED = "mibyan-jupyter queue extension activated"
 
 if not (BUILT / "package.json").exists():
@@ -90,40 +89,6 @@ QUEUED = """(i) => {
 }"""
 
 
-@pytest.fixture(scope="module")
-def queue_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
-    """A JupyterLab whose isolated data dir holds the built extension (first on the path)."""
-    server = LabServer(tmp_path_factory.mktemp("lab-queue"))
-    labextensions = Path(server.env["JUPYTER_DATA_DIR"]) / "labextensions"
-    labextensions.mkdir(parents=True, exist_ok=True)
-    (labextensions / "mibyan-jupyter").symlink_to(BUILT, target_is_directory=True)
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture
-def queue_lab(
-    request: pytest.FixtureRequest, queue_server: LabServer, chromium: BrowserContext
-) -> Iterator[tuple[Lab, list[str]]]:
-    """A fresh page; yields the driver and the page's console log lines."""
-    page = chromium.new_page()
-    page.set_default_timeout(15_000)
-    lab = Lab(page, queue_server)
-    logs: list[str] = []
-    page.on("pageerror", lambda error: lab.problems.append(f"pageerror: {error}"))
-    page.on("console", lambda message: logs.append(f"{message.type}: {message.text}"))
-    try:
-        yield lab, logs
-    finally:
-        ARTIFACTS.mkdir(exist_ok=True)
-        (ARTIFACTS / f"{request.node.name}.log").write_text("\n".join(logs) + "\n")
-        page.close()
-        queue_server.shutdown_kernels()
-
-
 def kernel_state(lab: Lab) -> dict[str, Any]:
     """The stand-in's record, read with a silent request once the kernel is idle."""
     text = lab.page.evaluate(
@@ -167,10 +132,8 @@ def run_selected(lab: Lab, first: int, last: int) -> None:
 
 
 @pytest.mark.timeout(60)
-def test_lone_agent_cell_is_queued_for_the_running_agent(
-    queue_lab: tuple[Lab, list[str]],
-) -> None:
-    lab, logs = queue_lab
+def test_lone_agent_cell_is_queued_for_the_running_agent(lab: Lab) -> None:
+    logs = lab.console
     follow = "%%agent\nWhich units are these in?"
     lab.open_notebook("queue.ipynb", [SETUP, "%%agent\n2", follow])
     assert any(ACTIVATED in line for line in logs), logs
@@ -184,25 +147,27 @@ def test_lone_agent_cell_is_queued_for_the_running_agent(
 
     assert label == "queued for the running agent (steering)"
     assert lab.cell_running(1), "the reply must arrive while the first agent still runs"
-    ARTIFACTS.mkdir(exist_ok=True)
-    lab.page.screenshot(path=ARTIFACTS / "labextension_queued_cell.png")
+    lab.screenshot("queued-cell")
     lab.wait_cell_done(2)
     assert lab.page.evaluate(QUEUED, 2) is None, "the mark must go once the cell executed"
     assert lab.cell(2).locator(".mibyan-queued-label").count() == 0
     assert [c["type"] for c in comms(lab)] == ["send comm_open", "send comm_close"]
     state = kernel_state(lab)
-    request = {"source": follow, "cell_id": model_id(lab, 2), "notebook_path": "queue.ipynb"}
+    request = {
+        "source": follow,
+        "cell_id": model_id(lab, 2),
+        "notebook_path": lab.path("queue.ipynb"),
+    }
     # Handled on the kernel's main thread (no subshell), while the first agent still ran.
     assert state["opened"] == [{"data": request, "agent_running": True, "main": True}]
     assert state["closed"] == [True], "the front end closes the comm after the reply"
     # The later execute_request carries the same id, so the kernel can tell it was queued.
     assert [run["cell_id"] for run in state["executed"]] == [model_id(lab, 1), model_id(lab, 2)]
-    assert not lab.problems, lab.problems
+    assert not lab.page_errors, lab.page_errors
 
 
 @pytest.mark.timeout(60)
-def test_batches_and_silent_kernels_leave_cells_alone(queue_lab: tuple[Lab, list[str]]) -> None:
-    lab, _ = queue_lab
+def test_batches_and_silent_kernels_leave_cells_alone(lab: Lab) -> None:
     unregister = '_ip.kernel.comm_manager.unregister_target("mibyan_jupyter.queue", _answer)'
     mute = '_ip.kernel.comm_manager.register_target("mibyan_jupyter.queue", _record)'
     lab.open_notebook(
@@ -244,4 +209,4 @@ def test_batches_and_silent_kernels_leave_cells_alone(queue_lab: tuple[Lab, list
     state = kernel_state(lab)
     assert [entry["agent_running"] for entry in state["opened"]] == [True], state
     assert state["closed"] == [True], state
-    assert not lab.problems, lab.problems
+    assert not lab.page_errors, lab.page_errors

@@ -15,7 +15,7 @@ from mibyan_jupyter.store.records import load_messages
 from mibyan_jupyter.store.resume import repair
 from mibyan_jupyter.store.sessions import SessionStore
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.kernel, pytest.mark.timeout(120)]
 
 RUN_PYTHON_CELL = "%%agent --tools python\nUse run_python to compute:\n```python\nprint(6 * 7)\n```"
 

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9]*.ipynb"))
 KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "MIBYAN_APPROVE")
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [pytest.mark.kernel, pytest.mark.timeout(180)]
 
 
 @pytest.fixture
@@ -69,10 +69,22 @@ def test_notebook_runs_headlessly_to_the_end(path: Path, clean_env: Path) -> Non
 
 
 def test_make_demo_command_executes_the_quickstart(clean_env: Path) -> None:
-    """What the README's first command runs, with the output it prints."""
-    shutil.copy(ROOT / "notebooks" / "01-quickstart.ipynb", clean_env / "q.ipynb")
+    """What the README's first command runs, with the output it prints: it runs in a work
+    folder, so the notebooks' folder gains no executed notebook and no export (which the
+    README's second command, the tests, would otherwise count as teaching notebooks)."""
+    source = clean_env / "notebooks"
+    source.mkdir()
+    shutil.copy(ROOT / "notebooks" / "01-quickstart.ipynb", source / "q.ipynb")
+    workdir = clean_env / "build" / "demo"
     result = subprocess.run(
-        [sys.executable, "-m", "mibyan_jupyter.quickstart", str(clean_env / "q.ipynb")],
+        [
+            sys.executable,
+            "-m",
+            "mibyan_jupyter.quickstart",
+            str(source / "q.ipynb"),
+            "--workdir",
+            str(workdir),
+        ],
         capture_output=True,
         text=True,
         timeout=170,
@@ -82,4 +94,14 @@ def test_make_demo_command_executes_the_quickstart(clean_env: Path) -> None:
     assert result.returncode == 0, result.stderr[-3000:]
     assert "Executed" in result.stdout
     assert "growth: 190" in result.stdout
-    assert (clean_env / "q.executed.ipynb").exists()
+    assert (workdir / "q.executed.ipynb").exists()
+    assert (workdir / "quickstart-session.ipynb").exists()  # the notebook's own export cell
+    assert sorted(p.name for p in source.iterdir()) == ["q.ipynb"]
+
+
+def test_demo_refuses_a_work_folder_inside_the_notebooks(tmp_path: Path) -> None:
+    from mibyan_jupyter.quickstart import main
+
+    (tmp_path / "n.ipynb").write_text("{}")
+    assert main([str(tmp_path / "n.ipynb"), "--workdir", str(tmp_path / "inside")]) == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["n.ipynb"]

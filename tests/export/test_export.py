@@ -624,6 +624,7 @@ def deterministic(recorded: str) -> list[Message]:
 
 
 @pytest.mark.timeout(30)  # a real kernel: ~2 s
+@pytest.mark.kernel
 def test_verify_finds_no_difference_in_deterministic_code(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -634,6 +635,7 @@ def test_verify_finds_no_difference_in_deterministic_code(
 
 
 @pytest.mark.timeout(30)  # a real kernel: ~2 s
+@pytest.mark.kernel
 def test_verify_reports_a_changed_output(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     rerun_env(monkeypatch, tmp_path)
     notebook = export_notebook(deterministic("5\n"), session=SESSION)

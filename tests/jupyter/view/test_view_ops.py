@@ -34,7 +34,7 @@ from mibyan_jupyter.jupyter.view import AgentView, ViewHeader
 from mibyan_jupyter.jupyter.view.ops import FRONT_END_TYPES, OP_KINDS, ViewOp
 from mibyan_jupyter.jupyter.view.widget import STATIC
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 TSC = REPO / "labextension" / "node_modules" / "typescript" / "bin" / "tsc"
 VIEW_CONFIG = REPO / "labextension" / "tsconfig.view.json"
 OPS_D_TS = STATIC / "ops.d.ts"

@@ -14,6 +14,8 @@ import pytest
 from jupyter_client.blocking.client import BlockingKernelClient
 from jupyter_client.manager import KernelManager, start_new_kernel
 
+pytestmark = pytest.mark.kernel
+
 SETUP = """
 from pathlib import Path
 from mibyan_jupyter.core.signal import AbortSignal

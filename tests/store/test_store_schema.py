@@ -456,6 +456,7 @@ def test_default_path_is_under_the_jupyter_data_dir(
 # -- several kernels at once ----------------------------------------------------------------
 
 
+@pytest.mark.slow  # real processes racing to create one file: ~1-4 s
 def test_processes_opening_fresh_files_at_once_all_succeed(tmp_path: Path) -> None:
     """The migration race: every process sees schema 0, one migrates inside its write
     transaction, the others find the work done when they get the lock. Three files, three

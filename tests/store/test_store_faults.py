@@ -37,7 +37,7 @@ TURNS = 60  # long enough that no run can finish before its kill (about 2.5 s al
 LATEST_KILL = 1.5  # seconds after the worker is ready
 SEED = int(os.environ.get("MIBYAN_FAULT_SEED", str(time.time_ns() % 1_000_000)))
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
 
 @dataclass

@@ -1,0 +1,1 @@
+"""Browser tests (JupyterLab in Chromium): a package, so "package"-scoped fixtures end with it."""
