@@ -17,7 +17,7 @@ import { CommsOverSubshells, Kernel } from '@jupyterlab/services';
 
 import { RunTracker, isAgentSource } from './tracker';
 
-/** Comm target the kernel side registers (mibyan_jupyter/jupyter/queue_comm.py). */
+/** Comm target the kernel side registers (mibyan_jupyter/jupyter/entry/queue_comm.py). */
 export const QUEUE_TARGET = 'mibyan_jupyter.queue';
 
 /** How long to wait for the kernel's answer before giving up. */
