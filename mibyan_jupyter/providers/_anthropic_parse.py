@@ -92,7 +92,7 @@ def error_kind(error_type: str, message: str) -> ErrorKind:
     return _ERROR_KINDS.get(error_type) or classify_stream_error(message, error_type or None)
 
 
-def _obj(value: object) -> dict[str, Any]:
+def json_object(value: object) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
@@ -128,7 +128,7 @@ class AnthropicParser:
 
     def feed(self, event: SseEvent) -> list[StreamEvent]:
         try:
-            return self._dispatch(_obj(from_json(event.data)), event.event)
+            return self._dispatch(json_object(from_json(event.data)), event.event)
         except (ValueError, TypeError):  # invalid JSON, or a field of the wrong type
             raise ProviderError("format_error", f"malformed {event.event!r} stream event") from None
 
@@ -138,28 +138,28 @@ class AnthropicParser:
         if kind == "content_block_delta":
             block = self._open.get(payload.get("index", -1))
             if block is not None:
-                self._delta(block, _obj(payload.get("delta")), out)
+                self._delta(block, json_object(payload.get("delta")), out)
         elif kind == "content_block_start":
-            self._begin(payload.get("index", -1), _obj(payload.get("content_block")), out)
+            self._begin(payload.get("index", -1), json_object(payload.get("content_block")), out)
         elif kind == "content_block_stop":
             block = self._open.pop(payload.get("index", -1), None)
             if block is not None:
                 self._end(block, out)
         elif kind == "message_start":
-            message = _obj(payload.get("message"))
+            message = json_object(payload.get("message"))
             self._model = message.get("model") or self._model
-            self._take_usage(_obj(message.get("usage")))
+            self._take_usage(json_object(message.get("usage")))
             self._ensure_started(out)
         elif kind == "message_delta":
-            self._stop = _obj(payload.get("delta")).get("stop_reason") or self._stop
-            self._take_usage(_obj(payload.get("usage")))
+            self._stop = json_object(payload.get("delta")).get("stop_reason") or self._stop
+            self._take_usage(json_object(payload.get("usage")))
         elif kind == "message_stop":
             for block in list(self._open.values()):  # never left open by Anthropic; be safe
                 self._end(block, out)
             self._open.clear()
             self._done = True
         elif kind == "error":
-            error = _obj(payload.get("error"))
+            error = json_object(payload.get("error"))
             error_type = str(error.get("type") or "")
             text = str(error.get("message") or "error event in the stream")
             raise ProviderError(error_kind(error_type, text), text, code=error_type or None)

@@ -36,7 +36,7 @@ from mibyan_jupyter.core.messages import (
     UserMessage,
 )
 from mibyan_jupyter.core.stream import ModelRequest, ThinkingLevel, ToolSpec
-from mibyan_jupyter.providers._anthropic_parse import AnthropicParser, _obj, map_stop_reason
+from mibyan_jupyter.providers._anthropic_parse import AnthropicParser, json_object, map_stop_reason
 from mibyan_jupyter.providers.base import ApiMode
 
 Block: TypeAlias = dict[str, Any]
@@ -85,7 +85,7 @@ class AnthropicAdapter:
         if budget is not None:
             body["thinking"] = {"type": "enabled", "budget_tokens": budget}
         body.update(request.options)
-        if _obj(body.get("thinking")).get("type", "disabled") != "disabled":
+        if json_object(body.get("thinking")).get("type", "disabled") != "disabled":
             for key in _NOT_WITH_THINKING:  # Anthropic rejects these with thinking on
                 body.pop(key, None)
         return body
@@ -149,7 +149,7 @@ class AnthropicAdapter:
         """From ``{"type": "error", "error": {"type": ..., "message": ...}}``; a body in
         another shape (a proxy's HTML page) is returned shortened, as the message."""
         try:
-            error = _obj(_obj(json.loads(body)).get("error"))
+            error = json_object(json_object(json.loads(body)).get("error"))
         except ValueError:
             error = {}
         message = error.get("message")
