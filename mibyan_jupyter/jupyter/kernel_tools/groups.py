@@ -4,7 +4,8 @@ Why groups: the user decides how far the agent reaches into their machine (look 
 variables, run code, touch files, run commands) in one word each, instead of naming tools.
 "shell" is not on by default: a command reaches beyond the notebook's folder, whereas the
 default groups stay in the kernel and the notebook's folder (and ask before changing
-anything).
+anything). "memory" reads and edits the memory files that outlive sessions (MEMORY.md,
+USER.md: mibyan_jupyter.memory).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from mibyan_jupyter.jupyter.kernel_tools.inspect_tools import inspect_tools
 from mibyan_jupyter.jupyter.kernel_tools.python_tool import python_tools
 from mibyan_jupyter.jupyter.kernel_tools.shell import shell_tools
 
-TOOL_GROUPS: tuple[str, ...] = ("inspect", "python", "files", "shell")
+TOOL_GROUPS: tuple[str, ...] = ("inspect", "python", "files", "shell", "memory")
 DEFAULT_GROUPS: tuple[str, ...] = ("inspect", "python", "files")
 _WORDS = "all, none, default"
 
@@ -87,4 +88,8 @@ def kernel_tools(
         tools += file_tools(root=root)
     if "shell" in wanted:
         tools += shell_tools(root=root)
+    if "memory" in wanted:
+        from mibyan_jupyter.memory import Memory, memory_tools
+
+        tools += memory_tools(Memory.for_folder(root))
     return tools

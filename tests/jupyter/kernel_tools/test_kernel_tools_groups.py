@@ -22,8 +22,11 @@ NAMES = {
     "python": ["run_python"],
     "files": ["read_file", "list_folder", "write_file"],
     "shell": ["run_shell"],
+    "memory": ["memory_read", "memory_add", "memory_replace", "memory_remove"],
 }
 SIDE_EFFECTS = {"run_python", "write_file", "run_shell"}
+MEMORY_WRITES = {"memory_add", "memory_replace", "memory_remove"}
+"""Never ask (the agent's own notes, shown and editable), but one at a time."""
 
 
 def test_exported_names() -> None:
@@ -35,7 +38,7 @@ def test_exported_names() -> None:
         "parse_groups",
         "risk_note",
     ]
-    assert TOOL_GROUPS == ("inspect", "python", "files", "shell")
+    assert TOOL_GROUPS == ("inspect", "python", "files", "shell", "memory")
     assert DEFAULT_GROUPS == ("inspect", "python", "files")
 
 
@@ -51,7 +54,8 @@ def test_exported_names() -> None:
         ("", DEFAULT_GROUPS),
         ("  ", DEFAULT_GROUPS),
         ("default", DEFAULT_GROUPS),
-        ("default,shell", TOOL_GROUPS),
+        ("default,shell", ("inspect", "python", "files", "shell")),
+        ("memory,default", ("inspect", "python", "files", "memory")),
     ],
 )
 def test_parse_groups(text: str, groups: tuple[str, ...]) -> None:
@@ -88,7 +92,7 @@ def test_side_effect_flags_and_descriptions(tmp_path: Path) -> None:
     tools = kernel_tools(TOOL_GROUPS, namespace={}, root=tmp_path)
     for tool in tools:
         assert tool.side_effects == (tool.name in SIDE_EFFECTS), tool.name
-        assert tool.sequential == (tool.name in SIDE_EFFECTS), tool.name
+        assert tool.sequential == (tool.name in SIDE_EFFECTS | MEMORY_WRITES), tool.name
         assert len(tool.description) > 60
         assert "Args:" not in tool.description
         for name, schema in tool.parameters.get("properties", {}).items():
