@@ -9,7 +9,7 @@ from typing import Any
 
 from mibyan_jupyter.jupyter.cell.options import AgentUsageError
 from mibyan_jupyter.jupyter.cell.sessions import user_facing
-from mibyan_jupyter.jupyter.commands import control, sessions
+from mibyan_jupyter.jupyter.commands import control, memory, sessions
 
 COMMANDS_HELP = """\
 %agent sessions [--search TEXT] [--notebook] [--model M] [--limit N]
@@ -25,6 +25,9 @@ COMMANDS_HELP = """\
 %agent config                           the settings of %%agent cells (c.AgentMagics.*)
 %agent models                           models you can use and whether their keys are set
 %agent delete ID                        delete a session and its messages
+%agent memory [show|add TEXT|replace OLD NEW|remove OLD|path] [--user]
+                                        what the agent remembers across sessions (MEMORY.md,
+                                        or USER.md with --user)
 ID is a session id or its first characters, "last" or "current" (this notebook's).
 A %%agent cell's options: %%agent --help"""
 
@@ -40,6 +43,7 @@ COMMANDS: dict[str, Callable[[list[str]], Any]] = {
     "config": control.config,
     "models": control.models,
     "delete": sessions.delete,
+    "memory": memory.memory,
 }
 
 
