@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from .messages import AssistantMessage, Message, ToolMessage
 from .notices import CompactionNotice, FallbackNotice, RetryNotice
-from .stream import StreamEvent
+from .stream import LazyFields, StreamEvent
 
 
 class _Event(BaseModel):
@@ -64,9 +64,13 @@ class MessageStart(_Event):
     message: Message
 
 
-class MessageUpdate(_Event):
+class MessageUpdate(LazyFields):
     """An assistant message being streamed: ``message`` is the partial so far, ``event``
-    the stream event (a delta) that changed it."""
+    the stream event (a delta) that changed it.
+
+    The loop defers ``message`` (see :class:`~.stream.LazyFields`): it is built when first
+    read, as it was at this update, so a subscriber that reads only ``event`` costs the same
+    at the first delta and the eighty-thousandth (docs/architecture.md, "Streaming")."""
 
     type: Literal["message_update"] = "message_update"
     message: AssistantMessage

@@ -7,6 +7,7 @@ side with the real wire format it imitates, so the framing they all need lives a
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 
 from mibyan_jupyter.testing.scripts import FakeCall, FakeReply, Json
@@ -21,12 +22,25 @@ class Encoded:
     final: Json
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _escape_surrogate(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
 def sse(data: object, event: str | None = None) -> bytes:
-    """One SSE event; JSON the way the real servers send it (compact, raw UTF-8)."""
+    """One SSE event; JSON the way the real servers send it (compact, raw UTF-8).
+
+    A surrogate code point (half of a pair a script split across two deltas, or a lone one)
+    has no UTF-8 form, so it goes out as the ``\\udXXX`` escape a real server sends then;
+    it can only stand inside a JSON string, where that escape means the same."""
     text = (
         data
         if isinstance(data, str)
-        else json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+        else _SURROGATE.sub(
+            _escape_surrogate, json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+        )
     )
     head = f"event: {event}\n" if event else ""
     return f"{head}data: {text}\n\n".encode()
