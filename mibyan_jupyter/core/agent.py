@@ -9,7 +9,14 @@ subscribers (the view, the store), and turns ``abort()`` into the loop's signal.
   ``all`` at once. Queued messages survive an abort: they wait for the next run.
 * ``prompt()`` while a run is active raises :class:`AgentBusyError`: a second concurrent
   run would interleave two transcripts. Queue instead, or ``await wait_for_idle()``.
-* A subscriber that raises is logged and skipped; it cannot break the run.
+* A subscriber that raises is logged and skipped; it cannot break the run. When the run
+  is cancelled while an async subscriber awaits an event, the other subscribers still get
+  that event before the cancellation goes on, so each sees the same, complete grammar
+  (the loop then closes what was open; see ``core/_run/grammar.py``). Nothing reaches a
+  subscriber after ``AgentEnd``, nor a ``ToolExecutionUpdate`` after its call ended.
+* Prompt text (``prompt``, ``steer``, ``follow_up``, ``chat``, a history given to
+  ``run_conversation``) is made valid Unicode where it enters (lone surrogates replaced;
+  docs/architecture.md, "Decisions").
 
 The Hermes facade (``chat`` / ``run_conversation``) is a pair of methods here; the
 history reading and result shaping they use are in :mod:`.conversation`, the sync bridge in
@@ -28,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
 from ._run.loop import run_agent_loop, run_agent_loop_continue
+from ._run.sanitize import clean_prompt, clean_prompts
 from .approval import ApprovalGate
 from .budget import BudgetLimits
 from .config import AgentContext, LoopConfig, ToolExecutionMode
@@ -40,8 +48,10 @@ from .events import (
     MessageUpdate,
     ToolExecutionEnd,
     ToolExecutionStart,
+    ToolExecutionUpdate,
 )
 from .messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
+from .safe_text import clean_text
 from .signal import AbortSignal
 from .stream import StreamFn, ThinkingLevel
 from .sync_bridge import closing_loop_resources, run_sync
@@ -68,14 +78,33 @@ class AgentState:
     tools: ToolRegistry = field(default_factory=ToolRegistry)
     messages: list[Message] = field(default_factory=list)
     is_running: bool = False
-    streaming_message: AssistantMessage | None = None
     pending_tool_calls: set[str] = field(default_factory=set)
     error: str | None = None
     last_end_reason: str | None = None
+    _streaming: MessageUpdate | AssistantMessage | None = field(
+        default=None, init=False, repr=False
+    )
+
+    @property
+    def streaming_message(self) -> AssistantMessage | None:
+        """The assistant message being streamed, as of the last update; built when read
+        (the update defers it), so tracking it costs nothing per delta."""
+        source = self._streaming
+        return source.message if isinstance(source, MessageUpdate) else source
+
+    @streaming_message.setter
+    def streaming_message(self, message: AssistantMessage | None) -> None:
+        self._streaming = message
+
+    def stream_update(self, update: MessageUpdate) -> None:
+        """Follow the streamed message through ``update`` without building it."""
+        self._streaming = update
 
 
 def _as_user(message: str | Message) -> Message:
-    return UserMessage(content=message) if isinstance(message, str) else message
+    if isinstance(message, str):
+        return UserMessage(content=clean_text(message))
+    return clean_prompt(message)
 
 
 class _Queue:
@@ -132,6 +161,7 @@ class Agent:
         self._steering = _Queue(steering_mode)
         self._follow_up = _Queue(follow_up_mode)
         self._listeners: list[Listener] = []
+        self._ended = False  # this run's AgentEnd went out: nothing may follow it
         self._signal: AbortSignal | None = None
         self._idle: asyncio.Future[None] | None = None
 
@@ -148,22 +178,43 @@ class Agent:
         return unsubscribe
 
     async def _dispatch(self, event: AgentEvent) -> None:
+        if not self._admit(event):
+            return
         self._track(event)
+        cancelled: asyncio.CancelledError | None = None
         for listener in tuple(self._listeners):
             try:
                 result = listener(event)
                 if inspect.isawaitable(result):
                     await result
-            except asyncio.CancelledError:
-                raise
+            except asyncio.CancelledError as error:
+                # The loop counts this event as emitted (core/_run/grammar.py) and will
+                # close what it opened: the subscribers after this one must see it too.
+                cancelled = error
             except Exception:
                 _log.exception("an agent event listener failed on %s", event.type)
+        if cancelled is not None:
+            raise cancelled
+
+    def _admit(self, event: AgentEvent) -> bool:
+        """Whether ``event`` may reach the subscribers: never after ``AgentEnd``, and a
+        tool update only while its call runs (a tool's thread may report late)."""
+        if self._ended:
+            _log.debug("dropped %s after AgentEnd", event.type)
+            return False
+        if (
+            isinstance(event, ToolExecutionUpdate)
+            and event.call_id not in self.state.pending_tool_calls
+        ):
+            _log.debug("dropped an update of call %s, which is not running", event.call_id)
+            return False
+        return True
 
     def _track(self, event: AgentEvent) -> None:
         state = self.state
-        if isinstance(event, MessageStart | MessageUpdate) and isinstance(
-            event.message, AssistantMessage
-        ):
+        if isinstance(event, MessageUpdate):
+            state.stream_update(event)
+        elif isinstance(event, MessageStart) and isinstance(event.message, AssistantMessage):
             state.streaming_message = event.message
         elif isinstance(event, MessageEnd):
             # The loop has already appended the message to state.messages (it works on
@@ -177,6 +228,7 @@ class Agent:
             state.pending_tool_calls.discard(event.call_id)
         elif isinstance(event, AgentEnd):
             state.last_end_reason = event.reason
+            self._ended = True
 
     # -- queues -----------------------------------------------------------------------
 
@@ -262,6 +314,7 @@ class Agent:
         self._signal = AbortSignal()
         self._idle = asyncio.get_running_loop().create_future()
         state.is_running = True
+        self._ended = False
         state.error = None
         state.last_end_reason = None  # this run's AgentEnd is the only one that counts
         try:
@@ -307,10 +360,10 @@ class Agent:
         if conversation_history is not None:
             system_prompt, history = read_history(conversation_history)
             if system_prompt is not None:
-                self.state.system_prompt = system_prompt
-            self.state.messages = history
+                self.state.system_prompt = clean_text(system_prompt)
+            self.state.messages = clean_prompts(history)
         if system_message is not None:
-            self.state.system_prompt = system_message
+            self.state.system_prompt = clean_text(system_message)
         added = await self.prompt(user_message)
         return conversation_result(self.state, added, task_id)
 

@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic.fields import FieldInfo
 from pydantic_core import to_json
 
+from .json_text import as_text, clean_json
 from .messages import Content
 from .signal import AbortSignal
 from .stream import ToolSpec
@@ -235,15 +236,6 @@ def _as_result(value: Any) -> ToolResult | str:
     return as_text(value)
 
 
-def as_text(value: Any) -> str:
-    """A str as is; a pydantic model, dict, list, number... as JSON text for the model."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, BaseModel):
-        return value.model_dump_json()
-    return to_json(value, fallback=repr).decode()
-
-
 @overload
 def tool(func: Callable[..., Any], /) -> Tool: ...
 
@@ -286,11 +278,16 @@ def parse_arguments(text: str) -> Any:
     if not text.strip():
         return {}
     try:
-        return json.loads(text)
+        value = json.loads(text)
     except json.JSONDecodeError as error:
         raise ToolArgumentsError(
             f"arguments are not valid JSON ({error.msg} at {error.pos})"
         ) from None
+    except RecursionError:
+        raise ToolArgumentsError("arguments are nested too deeply") from None
+    # A "\ud83d" escape decodes to a lone surrogate no encoder accepts: clean it here,
+    # where the model's text enters the tools (cheap test first: most arguments have none).
+    return clean_json(value) if "\\ud" in text.lower() else value
 
 
 class ToolRegistry(Mapping[str, Tool]):

@@ -208,3 +208,17 @@ def check_history(messages: Sequence[Message]) -> None:
     call may be left without a result. Raises :class:`TranscriptError`."""
     view = ModelView(messages)
     view.check_complete()
+
+
+def unique_call_id(wire_id: str, taken: set[str]) -> str:
+    """``wire_id``, or, when an earlier call of the same reply already has it (DeepSeek,
+    GLM and Kimi servers send ``call_0`` twice), ``wire_id-2``, ``-3``...; added to
+    ``taken``. Why at parse time: each call must run once, get its own result and its own
+    audit row, and the next request must pair every result with one call. The suffix
+    uses only characters every API accepts in an id (Anthropic allows ``[A-Za-z0-9_-]``)."""
+    unique, n = wire_id, 1
+    while unique in taken:
+        n += 1
+        unique = f"{wire_id}-{n}"
+    taken.add(unique)
+    return unique

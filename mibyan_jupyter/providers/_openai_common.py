@@ -25,6 +25,7 @@ from mibyan_jupyter.core.messages import (
     ToolMessage,
     Usage,
 )
+from mibyan_jupyter.core.safe_text import clean_text
 from mibyan_jupyter.core.stream import (
     StreamEvent,
     StreamStart,
@@ -39,6 +40,7 @@ from mibyan_jupyter.core.stream import (
     ToolCallEnd,
     ToolCallStart,
 )
+from mibyan_jupyter.core.transcript import unique_call_id
 
 from .errors import ProviderError, classify_stream_error
 
@@ -212,17 +214,23 @@ class _Block:
 
 
 class _Call:
-    __slots__ = ("ended", "id", "name", "parts")
+    __slots__ = ("ended", "id", "name", "parts", "wire_id")
 
-    def __init__(self, call_id: str, name: str) -> None:
+    def __init__(self, call_id: str, wire_id: str, name: str) -> None:
         self.id = call_id
+        """Unique within the reply (see :func:`unique_call_id`)."""
+        self.wire_id = wire_id
+        """The id the server sent, which its later fragments repeat."""
         self.name = name
         self.parts: list[str] = []
         self.ended = False
 
     def tool_call(self) -> ToolCall:
-        arguments = "".join(self.parts)
-        return ToolCall(id=self.id, function=FunctionCall(name=self.name, arguments=arguments))
+        """The finished call, its text valid Unicode (an emoji split into two surrogate
+        escapes across fragments is joined; a lone one replaced: core/safe_text.py)."""
+        arguments = clean_text("".join(self.parts))
+        function = FunctionCall(name=clean_text(self.name), arguments=arguments)
+        return ToolCall(id=clean_text(self.id), function=function)
 
 
 class MessageBuilder:
@@ -231,7 +239,7 @@ class MessageBuilder:
     part begins, tool calls numbered 0..n-1 in order of appearance, each ended once with its
     complete arguments. The wire parsers only say what arrived."""
 
-    __slots__ = ("_calls", "_open", "_started", "_text", "_thinking", "api", "model")
+    __slots__ = ("_calls", "_ids", "_open", "_started", "_text", "_thinking", "api", "model")
 
     def __init__(self, model: str, api: str) -> None:
         self.model = model
@@ -241,6 +249,7 @@ class MessageBuilder:
         self._text: list[str] = []
         self._thinking: list[_Block] = []
         self._calls: list[_Call] = []
+        self._ids: set[str] = set()
 
     def start(self, out: list[StreamEvent]) -> None:
         if not self._started:
@@ -281,6 +290,23 @@ class MessageBuilder:
         """Whether the open thinking block got any delta."""
         return self._open is _THINKING and bool(self._thinking[-1].parts)
 
+    @property
+    def thinking_open(self) -> bool:
+        return self._open is _THINKING
+
+    @property
+    def thinking_index(self) -> int:
+        """The index of the last thinking block (-1 when there is none)."""
+        return len(self._thinking) - 1
+
+    def seal_thinking(
+        self, index: int, *, signature: str | None = None, encrypted: str | None = None
+    ) -> None:
+        """Set the id and encrypted content of a thinking block already ended (its item
+        finished after another part began); the final message carries them."""
+        block = self._thinking[index]
+        block.signature, block.encrypted = signature, encrypted
+
     def end_thinking(
         self, out: list[StreamEvent], *, signature: str | None = None, encrypted: str | None = None
     ) -> None:
@@ -300,14 +326,17 @@ class MessageBuilder:
         self._open = None
 
     def start_call(self, call_id: str, name: str, out: list[StreamEvent]) -> int:
+        """A new call; an id an earlier call of this reply has is made unique."""
         self.close(out)
         index = len(self._calls)
-        self._calls.append(_Call(call_id, name))
-        out.append(ToolCallStart(index=index, id=call_id, name=name))
+        unique = clean_text(unique_call_id(call_id, self._ids))
+        self._calls.append(_Call(unique, call_id, name))
+        out.append(ToolCallStart(index=index, id=unique, name=clean_text(name)))
         return index
 
     def call_id(self, index: int) -> str:
-        return self._calls[index].id
+        """The id the server sent for call ``index`` (before it was made unique)."""
+        return self._calls[index].wire_id
 
     def name_call(self, index: int, name: str) -> None:
         """A name that came after the call's first delta (some servers split them)."""

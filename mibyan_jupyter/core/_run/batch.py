@@ -9,7 +9,15 @@ flagged ``sequential`` makes its whole batch sequential.
 
 Every call of the batch gets exactly one result, also when the batch is aborted: calls
 that had not finished get "cancelled by the user" (a sync tool's thread cannot be killed;
-it sees ``signal.aborted`` and its late result is dropped).
+it sees ``signal.aborted`` and its late result is dropped). Every result becomes its
+message in one place (:func:`.sanitize.tool_message`), so no tool can put text into the
+transcript that a request, the store or an export could not encode.
+
+A ``KeyboardInterrupt`` from a tool or hook (Kernel > Interrupt while code runs on the
+loop's thread) is not a tool error: it stops the run. The call and every call not finished
+get "cancelled", the batch ends as an abort would, then the run is marked cancelled from
+outside, so it closes its events and re-raises ``CancelledError`` after ``AgentEnd``
+(docs/architecture.md, "Running inside the kernel").
 """
 
 from __future__ import annotations
@@ -28,7 +36,11 @@ from mibyan_jupyter.core.tools import CANCELLED
 
 from .execute import execute
 from .prepare import Outcome, Prepared, display_args, error_result, prepare_call
+from .sanitize import tool_message
 from .scope import RunScope
+
+INTERRUPTED = "interrupted (KeyboardInterrupt in a tool)"
+"""The abort reason of a run a tool's ``KeyboardInterrupt`` stopped."""
 
 
 def truncated_callerror_result(name: str) -> str:
@@ -47,9 +59,12 @@ class ToolBatch:
         self._emit = scope.emit
         self._signal = scope.signal
         self._started: set[str] = set()
+        self._tasks: list[asyncio.Task[ToolMessage]] = []
         self.finished: dict[str, ToolMessage] = {}
         """Results by call id, recorded before their ToolExecutionEnd is emitted."""
         self.cancelled_externally = False
+        self.interrupted = False
+        """A tool or hook raised ``KeyboardInterrupt``: the run stops after this batch."""
 
     @property
     def sequential(self) -> bool:
@@ -81,8 +96,25 @@ class ToolBatch:
         """Interruptible: an abort cancels what runs and every call still gets a result."""
         with self._signal.interruptible():
             if self.sequential:
-                return await self._run_sequential()
-            return await self._run_parallel()
+                results = await self._run_sequential()
+            else:
+                results = await self._run_parallel()
+        if self.interrupted:  # outside the interruptible phase: aborting cancels nothing here
+            self.cancelled_externally = True
+            self._signal.abort(INTERRUPTED)
+        return results
+
+    @property
+    def _stopping(self) -> bool:
+        return self._signal.aborted or self.interrupted
+
+    def _interrupt(self) -> None:
+        """A ``KeyboardInterrupt`` arrived: the calls still running are cancelled."""
+        self.interrupted = True
+        current = asyncio.current_task()
+        for task in self._tasks:
+            if task is not current and not task.done():
+                task.cancel()
 
     # -- sequential -------------------------------------------------------------------
 
@@ -90,7 +122,7 @@ class ToolBatch:
         messages: list[ToolMessage] = []
         for call in self._message.tool_calls:
             try:
-                if self._signal.aborted:
+                if self._stopping:
                     outcome = Outcome(call, error_result(CANCELLED))
                 else:
                     await self._start(call)
@@ -100,6 +132,9 @@ class ToolBatch:
                     )
             except asyncio.CancelledError:
                 self._note_cancel()
+                outcome = Outcome(call, error_result(CANCELLED))
+            except KeyboardInterrupt:
+                self._interrupt()
                 outcome = Outcome(call, error_result(CANCELLED))
             if call.id not in self._started:
                 await self._start(call)
@@ -114,19 +149,23 @@ class ToolBatch:
         try:
             for index, call in enumerate(calls):
                 await self._start(call)
-                if self._signal.aborted:
+                if self._stopping:
                     slots[index] = await self._finish(Outcome(call, error_result(CANCELLED)))
                     continue
                 prepared = await self._prepare(call)
                 if isinstance(prepared, Outcome):
                     slots[index] = await self._finish(prepared)
                 else:
-                    slots[index] = asyncio.ensure_future(self._execute_and_finish(prepared))
-            tasks = [slot for slot in slots if isinstance(slot, asyncio.Task)]
-            if tasks:
-                await asyncio.gather(*tasks)
+                    task = asyncio.ensure_future(self._execute_and_finish(prepared))
+                    self._tasks.append(task)
+                    slots[index] = task
+            if self._tasks:
+                await asyncio.gather(*self._tasks)
         except asyncio.CancelledError:
             self._note_cancel()
+            await self._cancel_remaining(calls, slots)
+        except KeyboardInterrupt:  # from a hook during preparation
+            self._interrupt()
             await self._cancel_remaining(calls, slots)
         results = [slot.result() if isinstance(slot, asyncio.Task) else slot for slot in slots]
         messages = [r for r in results if r is not None]
@@ -155,6 +194,9 @@ class ToolBatch:
             outcome = await self._execute(prepared)
         except asyncio.CancelledError:
             outcome = Outcome(prepared.call, error_result(CANCELLED))
+        except KeyboardInterrupt:  # caught here: a task would re-raise it out of the loop
+            self._interrupt()
+            outcome = Outcome(prepared.call, error_result(CANCELLED))
         return await self._finish(outcome)
 
     # -- steps ------------------------------------------------------------------------
@@ -176,17 +218,11 @@ class ToolBatch:
         known = self.finished.get(call.id)
         if known is not None:  # already finished (its End may have been cancelled)
             return known
-        message = ToolMessage(
-            tool_call_id=call.id,
-            name=call.function.name,
-            content=result.content,
-            is_error=result.is_error,
-            details=result.details,
-        )
+        message = tool_message(call.id, call.function.name, result)
         self.finished[call.id] = message
         await self._emit(
             ToolExecutionEnd(
-                call_id=call.id, name=call.function.name, result=message, is_error=result.is_error
+                call_id=call.id, name=call.function.name, result=message, is_error=message.is_error
             )
         )
         return message

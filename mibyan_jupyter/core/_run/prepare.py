@@ -4,7 +4,9 @@ Preparation decides, before anything runs, whether a call may run and with which
 arguments. Every way it can fail becomes an error result the model can act on: an unknown
 tool (with the tools that exist), arguments that are not JSON or do not fit the schema
 (with what was received), a ``prepare_arguments`` or ``before_tool_call`` that raises, a
-block, a denial (with the reason, and a request not to retry the same call).
+block, a denial (with the reason, and a request not to retry the same call). "Raises"
+means any ``BaseException`` but the few that stop the run (:func:`passes_through`), and
+those rules hold for the tool itself too (see :mod:`.execute`).
 """
 
 from __future__ import annotations
@@ -50,6 +52,32 @@ def error_result(text: str) -> ToolResult:
     return ToolResult(content=text, is_error=True)
 
 
+def closing(error: BaseException) -> bool:
+    """Whether ``error`` is the ``GeneratorExit`` of the catching coroutine being closed
+    (raised at its own ``await``, so its traceback has that one frame), as opposed to one
+    a tool or hook raised: a closing coroutine must let it go and await nothing more."""
+    traceback = error.__traceback__
+    return isinstance(error, GeneratorExit) and traceback is not None and traceback.tb_next is None
+
+
+def passes_through(error: BaseException) -> bool:
+    """Whether an exception from a tool or a hook stops the run instead of becoming an
+    error result: the run's own cancellation, Kernel > Interrupt, a closing coroutine."""
+    return isinstance(error, asyncio.CancelledError | KeyboardInterrupt) or closing(error)
+
+
+def describe_error(error: BaseException) -> str:
+    """``Type: message`` for the model; never fails (an exception's ``__str__`` may)."""
+    name = type(error).__name__
+    try:
+        text = str(error)
+    except Exception:
+        text = "(its message could not be read)"
+    if isinstance(error, SystemExit):  # argparse exits on bad arguments, even in a tool
+        text = f"{text + ' ' if text else ''}(the tool tried to exit the process)"
+    return f"{name}: {text}" if text else name
+
+
 def display_args(call: ToolCall) -> Any:
     try:
         return parse_arguments(call.function.arguments)
@@ -80,10 +108,10 @@ async def prepare_call(
         return Outcome(call, valid)
     try:
         checked = await _checked(call, tool, valid.args, message, scope)
-    except asyncio.CancelledError:
-        raise
-    except Exception as error:
-        checked = error_result(f"before_tool_call failed: {type(error).__name__}: {error}")
+    except BaseException as error:
+        if passes_through(error):
+            raise
+        checked = error_result(f"before_tool_call failed: {describe_error(error)}")
     if isinstance(checked, ToolResult):
         return Outcome(call, checked)
     if scope.signal.aborted:
@@ -111,10 +139,10 @@ def _validated_arguments(call: ToolCall, tool: Tool) -> _Allowed | ToolResult:
         return error_result(
             f"Invalid arguments for {name}: {error}. Received: {received or '(empty)'}"
         )
-    except Exception as error:
-        return error_result(
-            f"Preparing the arguments of {name} failed: {type(error).__name__}: {error}"
-        )
+    except BaseException as error:  # a prepare_arguments hook, a validator of the tool's own
+        if passes_through(error):
+            raise
+        return error_result(f"Preparing the arguments of {name} failed: {describe_error(error)}")
 
 
 async def _checked(

@@ -4,6 +4,11 @@ confined to the notebook's folder (see ``paths.py``).
 Plain sync tools: they run in a worker thread, which is right for file I/O and never
 touches the user's namespace. Problems the model can fix (a wrong name, a folder where a
 file was expected, a file that exists) come back as error results saying what to do next.
+
+File names that are not valid UTF-8 (Python decodes their bytes as lone surrogates, which
+no request or store write could encode) are shown with U+FFFD in place of the bad bytes
+and marked; a path the model gives back with U+FFFD in it is matched to the real name when
+exactly one entry fits (docs/architecture.md, "Decisions").
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from typing import Annotated
 
 from pydantic import Field
 
+from mibyan_jupyter.core.safe_text import REPLACEMENT, clean_text, is_clean
 from mibyan_jupyter.core.tools import Tool, ToolResult, tool
 from mibyan_jupyter.jupyter.kernel_tools.paths import PathOutsideRootError, inside, shown
 from mibyan_jupyter.jupyter.kernel_tools.text import human_size, plural
@@ -35,16 +41,40 @@ def _missing(root: Path, target: Path, path: str) -> ToolResult:
     parent = target.parent
     if not parent.is_dir():
         return _error(f"Not found: {path!r} (its folder does not exist either).")
-    names = sorted(entry.name for entry in os.scandir(parent))
+    names = sorted(clean_text(entry.name) for entry in os.scandir(parent))
     close = difflib.get_close_matches(target.name, names, n=5, cutoff=0.5)
     hint = f" Close names: {', '.join(close)}." if close else ""
     return _error(
-        f"Not found: {path!r}.{hint} Use list_folder({shown(root, parent)!r}) to see what exists."
+        f"Not found: {path!r}.{hint} Use list_folder({_shown(root, parent)!r}) to see what exists."
     )
 
 
+def real_path(root: Path, path: str) -> str:
+    """``path`` with each component holding U+FFFD replaced by the one entry of its folder
+    whose shown name (:func:`clean_text`) it is; left as given when none or several fit."""
+    if REPLACEMENT not in path:
+        return path
+    parts = Path(path).parts
+    base = root if not Path(path).is_absolute() else Path(parts[0])
+    found: list[str] = []
+    for part in parts[1:] if Path(path).is_absolute() else parts:
+        folder = base.joinpath(*found)
+        if REPLACEMENT in part and folder.is_dir():
+            fits = [name for name in os.listdir(folder) if clean_text(name) == part]
+            part = fits[0] if len(fits) == 1 else part
+        found.append(part)
+    return str(base.joinpath(*found)) if Path(path).is_absolute() else os.path.join(*found)
+
+
+def _shown(root: Path, target: Path) -> str:
+    return clean_text(shown(root, target))
+
+
+_NOT_UTF8 = " [the name is not valid UTF-8; use it as shown]"
+
+
 def read_text(root: Path, path: str, max_chars: int) -> ToolResult:
-    target = inside(root, path)
+    target = inside(root, real_path(root, path))
     if not target.exists():
         return _missing(root, target, path)
     if target.is_dir():
@@ -56,10 +86,10 @@ def read_text(root: Path, path: str, max_chars: int) -> ToolResult:
         kind = mimetypes.guess_type(target.name)[0] or "unknown type"
         return ToolResult(
             content=(
-                f"{shown(root, target)} is a binary file ({kind}, {human_size(size)}); "
+                f"{_shown(root, target)} is a binary file ({kind}, {human_size(size)}); "
                 "read_file only reads text. Use run_python to load it with a suitable library."
             ),
-            details={"path": shown(root, target), "size": size, "binary": True},
+            details={"path": _shown(root, target), "size": size, "binary": True},
         )
     with target.open(encoding="utf-8", errors="replace") as file:
         text = file.read(max_chars + 1)
@@ -72,23 +102,23 @@ def read_text(root: Path, path: str, max_chars: int) -> ToolResult:
         )
     return ToolResult(
         content=REDACT(text),
-        details={"path": shown(root, target), "size": size, "truncated": truncated},
+        details={"path": _shown(root, target), "size": size, "truncated": truncated},
     )
 
 
 def list_entries(root: Path, path: str) -> ToolResult:
-    target = inside(root, path)
+    target = inside(root, real_path(root, path))
     if not target.exists():
         return _missing(root, target, path)
     if not target.is_dir():
         return _error(f"{path!r} is a file, not a folder; use read_file to read it.")
     entries = sorted(os.scandir(target), key=lambda e: (not _is_dir(e), e.name.lower()))
-    lines = [f"{shown(root, target)}: {plural(len(entries), 'entry', 'entries')}"]
+    lines = [f"{_shown(root, target)}: {plural(len(entries), 'entry', 'entries')}"]
     for entry in entries[:FOLDER_LIMIT]:
         lines.append(_entry_line(entry))
     if len(entries) > FOLDER_LIMIT:
         lines.append(f"… and {len(entries) - FOLDER_LIMIT:,} more")
-    return ToolResult(content="\n".join(lines), details={"path": shown(root, target)})
+    return ToolResult(content="\n".join(lines), details={"path": _shown(root, target)})
 
 
 def _is_dir(entry: os.DirEntry[str]) -> bool:
@@ -99,14 +129,18 @@ def _is_dir(entry: os.DirEntry[str]) -> bool:
 
 
 def _entry_line(entry: os.DirEntry[str]) -> str:
+    """One entry, its name as valid Unicode and marked when it was not."""
+    name = clean_text(entry.name)
     try:
         if entry.is_symlink():
-            return f"{entry.name} -> {os.readlink(entry.path)} (link)"
-        if entry.is_dir(follow_symlinks=False):
-            return f"{entry.name}/"
-        return f"{entry.name} ({human_size(entry.stat(follow_symlinks=False).st_size)})"
+            line = f"{name} -> {clean_text(os.readlink(entry.path))} (link)"
+        elif entry.is_dir(follow_symlinks=False):
+            line = f"{name}/"
+        else:
+            line = f"{name} ({human_size(entry.stat(follow_symlinks=False).st_size)})"
     except OSError as error:
-        return f"{entry.name} (unreadable: {error.strerror})"
+        line = f"{name} (unreadable: {error.strerror})"
+    return line if is_clean(entry.name) else line + _NOT_UTF8
 
 
 def write_text(root: Path, path: str, content: str, overwrite: bool) -> ToolResult:
@@ -125,8 +159,8 @@ def write_text(root: Path, path: str, content: str, overwrite: bool) -> ToolResu
     target.write_bytes(data)
     verb = "Replaced" if existed else "Created"
     return ToolResult(
-        content=f"{verb} {shown(root, target)} ({plural(len(data), 'byte')}).",
-        details={"path": shown(root, target), "bytes": len(data), "created": not existed},
+        content=f"{verb} {_shown(root, target)} ({plural(len(data), 'byte')}).",
+        details={"path": _shown(root, target), "bytes": len(data), "created": not existed},
     )
 
 
