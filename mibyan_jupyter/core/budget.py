@@ -5,6 +5,11 @@ loop does not just stop: it makes exactly one final call without tools, with an 
 ``max_tokens``, asking the model to sum up, so the user always gets an answer (Hermes'
 max-iterations behaviour). Defaults follow Hermes: 500 model calls for a top-level agent,
 50 for a delegated child.
+
+Every attempt counts toward the token and cost budgets, not only the reply that is kept:
+a provider announces a retried or failed-over attempt with a notice carrying what it used
+(:mod:`.notices`), and :meth:`BudgetTracker.observe` adds it, so a cost budget cannot be
+overspent through retries. Attempts do not count as turns (a retry is not an iteration).
 """
 
 from __future__ import annotations
@@ -12,8 +17,9 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from .events import BudgetStatus, BudgetUpdated
+from .events import AgentEvent, BudgetStatus, BudgetUpdated
 from .messages import Usage
+from .notices import FallbackNotice, RetryNotice
 
 DEFAULT_MAX_TURNS = 500
 CHILD_MAX_TURNS = 50
@@ -74,8 +80,18 @@ class BudgetTracker:
         return self.input_tokens + self.output_tokens
 
     def record(self, usage: Usage) -> None:
-        """Count one model call and what it used."""
+        """Count one model call and what its kept reply used."""
         self.turns += 1
+        self.record_attempt(usage)
+
+    def observe(self, event: AgentEvent) -> None:
+        """Count what a retried or failed-over attempt used (its notice says); any other
+        event is ignored, so the run can pass every event it emits."""
+        if isinstance(event, RetryNotice | FallbackNotice) and event.usage is not None:
+            self.record_attempt(event.usage)
+
+    def record_attempt(self, usage: Usage) -> None:
+        """Add tokens and cost without counting a model call."""
         self.input_tokens += usage.input + usage.cache_read + usage.cache_write
         self.output_tokens += usage.output
         if usage.cost is None:

@@ -1,13 +1,20 @@
 """Notices a provider or a context manager emits while the loop runs: retries, failovers,
 compactions. They are defined in the core so the event union is complete and every
 subscriber (the view, the store) can handle them exhaustively; the providers and the
-compression step produce them."""
+compression step produce them.
+
+A retried or failed-over attempt was still billed: the tokens it used before it failed (a
+stream cut off after the prompt was read, a reply with only reasoning that is asked again)
+travel in the notice's ``usage``, so the budget and the usage ledger count every attempt,
+not only the reply that is kept."""
 
 from __future__ import annotations
 
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
+
+from .messages import Usage
 
 
 class _Notice(BaseModel):
@@ -23,6 +30,11 @@ class RetryNotice(_Notice):
     delay: float
     error_kind: str
     message: str
+    model: str | None = None
+    """The model the failed attempt went to (the provider's model id)."""
+    usage: Usage | None = None
+    """What the failed attempt used, priced (``cost`` ``None`` when the price is unknown);
+    ``None`` when it used nothing that is known (an HTTP error before any stream)."""
 
 
 class FallbackNotice(_Notice):
@@ -32,6 +44,9 @@ class FallbackNotice(_Notice):
     from_model: str
     to_model: str
     reason: str
+    usage: Usage | None = None
+    """What the last attempt on ``from_model`` used before it failed for good (earlier
+    attempts were announced, with their usage, by retry notices)."""
 
 
 class CompactionNotice(_Notice):

@@ -11,7 +11,11 @@ addressed by a block index); our events and :class:`AssistantMessage` are flatte
 * tool-call indexes count our tool calls (0..n-1), not Anthropic's block indexes, because
   server tool blocks (``server_tool_use``, ``web_search_tool_result``...) run on Anthropic's
   side and are skipped here;
-* ``message_delta`` usage counts are cumulative, so they replace what ``message_start`` said.
+* ``message_delta`` usage counts are cumulative, so they replace what ``message_start`` said;
+* every block is also kept as the API sent it (server tool blocks included), because a reply
+  that stops with ``pause_turn`` must be sent back as-is for the model to continue its turn:
+  the parser of the continuation starts from the paused one (``resume``), so the final
+  message is the whole turn (calls numbered on, usage of both requests added up).
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from mibyan_jupyter.core.messages import (
     ToolCall,
     Usage,
 )
+from mibyan_jupyter.core.safe_text import clean_text
 from mibyan_jupyter.core.stream import (
     StreamEvent,
     StreamStart,
@@ -43,6 +48,7 @@ from mibyan_jupyter.core.stream import (
     ToolCallEnd,
     ToolCallStart,
 )
+from mibyan_jupyter.core.transcript import unique_call_id
 from mibyan_jupyter.providers.base import SseEvent
 from mibyan_jupyter.providers.errors import (
     ErrorKind,
@@ -63,17 +69,6 @@ _STOP_REASONS: Final[dict[str, StopReason]] = {
     "refusal": "error",
 }
 
-_ERROR_KINDS: Final[dict[str, ErrorKind]] = {
-    "overloaded_error": "overloaded",
-    "rate_limit_error": "rate_limit",
-    "api_error": "server_error",
-    "authentication_error": "auth",
-    "not_found_error": "model_not_found",
-    "request_too_large": "payload_too_large",
-    "billing_error": "billing",
-    "timeout_error": "timeout",
-}
-
 
 def map_stop_reason(raw: str | None) -> StopReason:
     """Our stop reason for Anthropic's; an unknown or missing one is a normal stop (new
@@ -83,13 +78,21 @@ def map_stop_reason(raw: str | None) -> StopReason:
 
 def error_kind(error_type: str, message: str) -> ErrorKind:
     """Classify an Anthropic error ``type`` (the same types in HTTP error bodies and in
-    ``event: error``). Bad requests and permission errors are told apart by their message:
-    "prompt is too long" is a context overflow, "credit balance is too low" is billing."""
-    if error_type == "invalid_request_error":
-        return classify_status(400, message, error_type)
+    ``event: error``); see :func:`~.errors.classify_stream_error`. Bad requests and
+    permission errors are told apart by their message: "prompt is too long" is a context
+    overflow, "credit balance is too low" is billing."""
     if error_type == "permission_error":
         return classify_status(403, message, error_type)
-    return _ERROR_KINDS.get(error_type) or classify_stream_error(message, error_type or None)
+    return classify_stream_error(message, error_type or None)
+
+
+def _loads(data: str) -> object:
+    """``from_json`` is the fast path; ``json.loads`` takes what it refuses but JSON allows
+    (a lone surrogate escape, as a split emoji arrives: the loop cleans it)."""
+    try:
+        return from_json(data)
+    except ValueError:
+        return json.loads(data)
 
 
 def json_object(value: object) -> dict[str, Any]:
@@ -99,6 +102,8 @@ def json_object(value: object) -> dict[str, Any]:
 @dataclass(slots=True)
 class _Block:
     kind: Literal["text", "thinking", "redacted", "tool", "ignored"]
+    raw: dict[str, Any]
+    """The block as the API sent it, deltas applied (what a continuation sends back)."""
     parts: list[str] = field(default_factory=list)
     secret: str | None = None
     """The signature of a thinking block, the data of a redacted one."""
@@ -110,25 +115,63 @@ class _Block:
 class AnthropicParser:
     """Feeds on decoded SSE events of one ``/messages`` response (see the module doc)."""
 
-    __slots__ = ("_blocks", "_done", "_model", "_open", "_prev", "_started", "_stop", "_usage")
+    __slots__ = (
+        "_before",
+        "_blocks",
+        "_done",
+        "_model",
+        "_open",
+        "_prev",
+        "_raw",
+        "_started",
+        "_stop",
+        "_usage",
+    )
 
-    def __init__(self, model: str) -> None:
+    def __init__(self, model: str, *, resume: AnthropicParser | None = None) -> None:
+        """``resume``: the parser of a reply that stopped with ``pause_turn``, which this
+        response continues."""
         self._model = model
         self._started = False
         self._done = False
         self._stop: str | None = None
         self._blocks: list[_Block] = []  # in stream order, server tool blocks left out
+        self._raw: list[_Block] = []  # every block in stream order, server tool blocks too
         self._open: dict[int, _Block] = {}
         self._prev = ""  # kind of the previous block, to set text blocks apart
         self._usage = {"input": 0, "output": 0, "cache_read": 0, "cache_write": 0}
+        self._before = Usage()  # what the paused requests this one continues used
+        if resume is not None:
+            self._started = True  # one reply to the loop: no second StreamStart
+            self._blocks, self._raw = list(resume._blocks), list(resume._raw)
+            self._prev, self._before = resume._prev, resume.usage
 
     @property
     def done(self) -> bool:
         return self._done
 
+    @property
+    def paused(self) -> bool:
+        """The reply stopped with ``pause_turn``: the model wants to go on with its turn
+        (a long server-tool loop); send :meth:`content_blocks` back to let it."""
+        return self._done and self._stop == "pause_turn"
+
+    @property
+    def usage(self) -> Usage:
+        """Tokens so far, of this response and the paused ones it continues."""
+        u = self._usage
+        total = u["input"] + u["output"] + u["cache_read"] + u["cache_write"]
+        return self._before + Usage(total=total, **u)
+
+    def content_blocks(self) -> list[dict[str, Any]]:
+        """The reply's content blocks as the API sent them, server tool blocks included,
+        for the assistant message of a continuation request (fields without a value left
+        out)."""
+        return [{k: v for k, v in b.raw.items() if v is not None} for b in self._raw]
+
     def feed(self, event: SseEvent) -> list[StreamEvent]:
         try:
-            return self._dispatch(json_object(from_json(event.data)), event.event)
+            return self._dispatch(json_object(_loads(event.data)), event.event)
         except (ValueError, TypeError):  # invalid JSON, or a field of the wrong type
             raise ProviderError("format_error", f"malformed {event.event!r} stream event") from None
 
@@ -173,8 +216,9 @@ class AnthropicParser:
     def _begin(self, index: int, start: dict[str, Any], out: list[StreamEvent]) -> None:
         self._ensure_started(out)
         btype = start.get("type")
+        raw = dict(start)
         if btype == "text":
-            block = _Block("text")
+            block = _Block("text", raw)
             out.append(TextStart())
             if self._prev not in ("", "text") and any(
                 b.kind == "text" and b.parts for b in self._blocks
@@ -182,30 +226,36 @@ class AnthropicParser:
                 self._text(block, "\n\n", out)
             self._text(block, start.get("text") or "", out)
         elif btype == "thinking":
-            block = _Block("thinking", secret=start.get("signature") or None)
+            block = _Block("thinking", raw, secret=start.get("signature") or None)
             out.append(ThinkingStart())
             self._thinking(block, start.get("thinking") or "", out)
         elif btype == "redacted_thinking":
-            block = _Block("redacted", secret=start.get("data"))
+            block = _Block("redacted", raw, secret=start.get("data"))
             out.append(ThinkingStart())
         elif btype == "tool_use":
-            calls = sum(1 for b in self._blocks if b.kind == "tool")
-            block = _Block(
-                "tool", call=calls, call_id=start.get("id", ""), name=start.get("name", "")
-            )
-            out.append(ToolCallStart(index=calls, id=block.call_id, name=block.name))
+            tools = [b for b in self._blocks if b.kind == "tool"]
+            wire_id, name = start.get("id", ""), start.get("name", "")
+            if not isinstance(wire_id, str) or not isinstance(name, str):
+                raise TypeError("a tool_use block needs a string id and name")
+            call_id = clean_text(unique_call_id(wire_id, {b.call_id for b in tools}))
+            raw["id"] = call_id  # a continuation sends the block back with the same id
+            block = _Block("tool", raw, call=len(tools), call_id=call_id, name=clean_text(name))
+            out.append(ToolCallStart(index=block.call, id=block.call_id, name=block.name))
             if start.get("input"):  # a non-streamed block carries its input whole
                 self._arguments(block, json.dumps(start["input"]), out)
         else:  # server tools and their results run on Anthropic's side
-            self._open[index] = _Block("ignored")
+            block = self._open[index] = _Block("ignored", raw)
+            self._raw.append(block)
             self._prev = str(btype)
             return
         self._open[index] = block
         self._blocks.append(block)
+        self._raw.append(block)
         self._prev = block.kind
 
     def _delta(self, block: _Block, delta: dict[str, Any], out: list[StreamEvent]) -> None:
         dtype = delta.get("type")
+        _apply_raw(block, delta)
         if dtype == "text_delta" and block.kind == "text":
             self._text(block, delta.get("text") or "", out)
         elif dtype == "input_json_delta" and block.kind == "tool":
@@ -235,6 +285,7 @@ class AnthropicParser:
             out.append(ToolCallDelta(index=block.call, delta=text))
 
     def _end(self, block: _Block, out: list[StreamEvent]) -> None:
+        _close_raw(block)
         if block.kind == "text":
             out.append(TextEnd())
         elif block.kind == "thinking":
@@ -267,14 +318,12 @@ class AnthropicParser:
 
     def _message(self, stop: StopReason, error: str | None = None) -> AssistantMessage:
         blocks = self._blocks
-        u = self._usage
-        total = u["input"] + u["output"] + u["cache_read"] + u["cache_write"]
         return AssistantMessage(
             content="".join(p for b in blocks if b.kind == "text" for p in b.parts) or None,
             tool_calls=tuple(_tool_call(b) for b in blocks if b.kind == "tool"),
             thinking=tuple(_thinking(b) for b in blocks if b.kind in ("thinking", "redacted")),
             stop_reason=stop,
-            usage=Usage(total=total, **u),
+            usage=self.usage,
             error_message=error,
             model=self._model,
             api=API,
@@ -282,11 +331,37 @@ class AnthropicParser:
 
 
 def _tool_call(block: _Block) -> ToolCall:
-    """The call with its arguments text as streamed; no fragments at all means ``{}``."""
-    arguments = "".join(block.parts)
+    """The call with its arguments text as streamed, made valid Unicode (core/safe_text.py);
+    no fragments at all means ``{}``."""
+    arguments = clean_text("".join(block.parts))
     if not arguments.strip():
         arguments = "{}"
     return ToolCall(id=block.call_id, function=FunctionCall(name=block.name, arguments=arguments))
+
+
+def _apply_raw(block: _Block, delta: dict[str, Any]) -> None:
+    """Apply a delta to the block as the API would have sent it whole. JSON input (of a
+    tool call or a server tool call) is gathered as text and parsed when the block ends."""
+    raw, dtype = block.raw, delta.get("type")
+    for name, key in (("text_delta", "text"), ("thinking_delta", "thinking")):
+        if dtype == name:
+            raw[key] = (raw.get(key) or "") + str(delta.get(key) or "")
+    if dtype == "signature_delta":
+        raw["signature"] = (raw.get("signature") or "") + str(delta.get("signature") or "")
+    elif dtype == "input_json_delta":
+        raw["_json"] = (raw.get("_json") or "") + str(delta.get("partial_json") or "")
+    elif dtype == "citations_delta" and isinstance(delta.get("citation"), dict):
+        raw["citations"] = [*(raw.get("citations") or ()), delta["citation"]]
+
+
+def _close_raw(block: _Block) -> None:
+    text = block.raw.pop("_json", None)
+    if text is None:
+        return
+    try:
+        block.raw["input"] = json_object(json.loads(text)) if text.strip() else {}
+    except ValueError:
+        block.raw["input"] = {}
 
 
 def _thinking(block: _Block) -> Thinking:

@@ -15,6 +15,12 @@ rather than degrade, so the conversion is strict about them:
 Prompt caching follows Hermes' "system_and_3": a ``cache_control`` breakpoint on the system
 prompt and on the last block of each of the last three messages (at most four, Anthropic's
 limit), so each turn reads the prefix the previous turn wrote.
+
+A reply that stops with ``pause_turn`` (a long server-tool loop, such as web search) is not
+the end of the turn: the API asks for a follow-up request that ends with that reply's
+content blocks, exactly as sent (server tool blocks included), and the model goes on. The
+adapter of one model call keeps the paused reply (:meth:`AnthropicAdapter.continue_paused`)
+so the next body carries it and the next parser continues it; the loop sees one reply.
 """
 
 from __future__ import annotations
@@ -54,6 +60,8 @@ THINKING_BUDGETS: Final[dict[ThinkingLevel, int]] = {
     "xhigh": 32000,
 }
 CACHED_MESSAGES: Final = 3
+MAX_CONTINUATIONS: Final = 8
+"""Follow-up requests of one paused turn; after that the paused reply is kept as it is."""
 _NOT_WITH_THINKING: Final = ("temperature", "top_k")
 _TOOL_ID_CHARS: Final = re.compile(r"[^a-zA-Z0-9_-]")
 
@@ -61,6 +69,25 @@ _TOOL_ID_CHARS: Final = re.compile(r"[^a-zA-Z0-9_-]")
 class AnthropicAdapter:
     api: ApiMode = "anthropic_messages"
     path: str = "/messages"
+
+    def __init__(self) -> None:
+        self._last: AnthropicParser | None = None
+        self._paused: AnthropicParser | None = None
+        self._continuations = 0
+
+    def continue_paused(self) -> bool:
+        """After a reply that stopped with ``pause_turn``: make the next request continue
+        it (its body ends with the reply's blocks, its parser starts from the reply).
+        False when the last reply was not paused or :data:`MAX_CONTINUATIONS` were made."""
+        last = self._last
+        if last is None or not last.paused or self._continuations >= MAX_CONTINUATIONS:
+            return False
+        self._paused, self._continuations = last, self._continuations + 1
+        return True
+
+    def forget_paused(self) -> None:
+        """The reply starts over (a retry): the next request is the original one."""
+        self._paused, self._continuations = None, 0
 
     def build_body(
         self, request: ModelRequest, model_id: str, *, prompt_caching: bool
@@ -70,6 +97,8 @@ class AnthropicAdapter:
         system, messages = self.convert_messages(request.system_prompt, request.messages)
         if prompt_caching:
             mark_cache_breakpoints(system, messages)
+        if self._paused is not None:  # after the breakpoints: the paused blocks go back as-is
+            _append(messages, "assistant", self._paused.content_blocks())
         budget = THINKING_BUDGETS.get(request.thinking_level)
         max_tokens = request.max_tokens or DEFAULT_MAX_TOKENS
         if budget is not None:
@@ -140,7 +169,8 @@ class AnthropicAdapter:
         return headers
 
     def new_parser(self, model: str) -> AnthropicParser:
-        return AnthropicParser(model)
+        self._last = AnthropicParser(model, resume=self._paused)
+        return self._last
 
     def map_stop_reason(self, raw: str | None) -> StopReason:
         return map_stop_reason(raw)

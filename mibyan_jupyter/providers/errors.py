@@ -87,13 +87,52 @@ class ProviderError(Exception):
 
 _OVERFLOW = re.compile(
     r"context[_ ]length|context window|maximum context|too many tokens|prompt is too long|"
-    r"input is too long|exceeds the (?:model'?s )?(?:context|maximum)|reduce the length",
+    r"input is too long|exceeds the (?:model'?s )?(?:context|maximum)|reduce the length|"
+    r"(?:input|prompt) tokens? exceeds?",
     re.IGNORECASE,
 )
 _NOT_FOUND = re.compile(
     r"model.*(?:not found|does not exist|not exist|unknown)|no such model", re.IGNORECASE
 )
 _BILLING = re.compile(r"insufficient[_ ]quota|billing|credit balance|payment", re.IGNORECASE)
+_RATE_LIMIT = re.compile(r"rate[_ -]?limit|too many requests|requests per min", re.IGNORECASE)
+
+# Error codes and types the providers send, in HTTP bodies and in stream error events alike
+# (OpenAI ``code``/``type``, Anthropic ``error.type``, compatible servers' codes). A code
+# says more than any message, so it is read first.
+_CODES: dict[str, ErrorKind] = {
+    "context_length_exceeded": "context_overflow",
+    "context_window_exceeded": "context_overflow",
+    "model_context_window_exceeded": "context_overflow",
+    "request_too_large": "payload_too_large",
+    "string_above_max_length": "payload_too_large",
+    "rate_limit_exceeded": "rate_limit",
+    "rate_limit_error": "rate_limit",
+    "too_many_requests": "rate_limit",
+    "insufficient_quota": "billing",
+    "billing_error": "billing",
+    "billing_hard_limit_reached": "billing",
+    "overloaded": "overloaded",
+    "overloaded_error": "overloaded",
+    "server_is_overloaded": "overloaded",
+    "slow_down": "overloaded",
+    "invalid_api_key": "auth",
+    "authentication_error": "auth",
+    "model_not_found": "model_not_found",
+    "not_found_error": "model_not_found",
+    "timeout_error": "timeout",
+    "api_error": "server_error",
+}
+_BAD_REQUEST_CODES = frozenset(
+    {"invalid_request_error", "invalid_prompt", "invalid_value", "bad_request", "400"}
+)
+"""Codes of a 400-class error: the same request fails the same way, unless the message
+says the context is too long (then compression helps)."""
+
+
+def classify_code(code: str | None) -> ErrorKind | None:
+    """The kind a provider's error code or type names on its own, or ``None``."""
+    return _CODES.get((code or "").strip().lower())
 
 
 def classify_status(status: int, message: str, code: str | None = None) -> ErrorKind:
@@ -111,7 +150,7 @@ def classify_status(status: int, message: str, code: str | None = None) -> Error
         return "overloaded"
     if status in (408, 504):
         return "timeout"
-    if _OVERFLOW.search(text):
+    if _OVERFLOW.search(text) or classify_code(code) == "context_overflow":
         return "context_overflow"
     if status == 404 or _NOT_FOUND.search(text):
         return "model_not_found"
@@ -121,14 +160,23 @@ def classify_status(status: int, message: str, code: str | None = None) -> Error
 
 
 def classify_stream_error(message: str, code: str | None = None) -> ErrorKind:
-    """The kind of an error reported inside a stream (after HTTP 200)."""
-    text = f"{code or ''} {message}".lower()
-    if "overloaded" in text:
-        return "overloaded"
-    if "rate" in text and "limit" in text:
-        return "rate_limit"
+    """The kind of an error reported inside a stream (after HTTP 200), where there is no
+    status to go by: the code first, then the message. A 400-class error (a context or
+    token limit, an invalid request) is never a server error: retrying would send the
+    same request and fail the same way, while a context overflow is what compression is
+    for."""
+    by_code = classify_code(code)
+    if by_code is not None:
+        return by_code
+    if (code or "").strip().lower() in _BAD_REQUEST_CODES:
+        return classify_status(400, message, code)
+    text = f"{code or ''} {message}"
     if _OVERFLOW.search(text):
         return "context_overflow"
+    if "overloaded" in text.lower():
+        return "overloaded"
+    if _RATE_LIMIT.search(text):
+        return "rate_limit"
     if _BILLING.search(text):
         return "billing"
     return "server_error"

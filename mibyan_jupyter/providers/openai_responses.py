@@ -36,6 +36,7 @@ from mibyan_jupyter.core.messages import (
 from mibyan_jupyter.core.stream import ModelRequest, StreamEvent, ThinkingLevel, ToolSpec
 
 from . import _openai_common as common
+from ._responses_reasoning import ReasoningItems
 from .base import ApiMode, SseEvent
 from .errors import ProviderError
 
@@ -210,10 +211,11 @@ class ResponsesStreamParser:
     """Responses events -> our stream events; ``done`` once ``response.completed`` (or
     ``response.incomplete``) arrived."""
 
-    __slots__ = ("_b", "_calls", "_done", "_raw", "_streamed_text", "_usage")
+    __slots__ = ("_b", "_calls", "_done", "_raw", "_reasoning", "_streamed_text", "_usage")
 
     def __init__(self, model: str) -> None:
         self._b = common.MessageBuilder(model, "codex_responses")
+        self._reasoning = ReasoningItems(self._b)  # one thinking block per reasoning item
         self._calls: dict[str | int, int] = {}  # item id and output index -> our call index
         self._streamed_text = False  # whether the current message item streamed deltas
         self._raw: str | None = None
@@ -244,10 +246,11 @@ class ResponsesStreamParser:
                 self._b.call_delta(index, delta, out)
         elif kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
             if isinstance(delta, str) and delta:
-                self._b.thinking(delta, out)
+                key = self._reasoning.key(data.get("item_id"), data.get("output_index"))
+                self._reasoning.delta(key, delta, out)
         elif kind == "response.reasoning_summary_part.added":
-            if self._b.thinking_streamed:  # parts of one summary read as paragraphs
-                self._b.thinking("\n\n", out)
+            key = self._reasoning.key(data.get("item_id"), data.get("output_index"))
+            self._reasoning.new_part(key, out)  # parts of one summary read as paragraphs
         elif kind == "response.function_call_arguments.done":
             index = self._call(data.get("item_id"), data.get("output_index"))
             arguments = data.get("arguments")
@@ -264,6 +267,7 @@ class ResponsesStreamParser:
         elif kind == "response.completed" or kind == "response.incomplete":
             self._completed(data.get("response"), out)
         elif kind == "response.failed":
+            self._take_usage(data.get("response"))  # a failed response was still billed
             raise common.stream_error(data.get("response"), "the response failed")
         elif kind == "error":
             raise common.stream_error({k: v for k, v in data.items() if k != "type"}, event.data)
@@ -291,24 +295,14 @@ class ResponsesStreamParser:
             if isinstance(arguments, str) and arguments:
                 self._b.call_delta(index, arguments, out)
         elif kind == "reasoning":
-            self._b.open_thinking(out)
+            self._reasoning.begin(self._reasoning.key(item.get("id"), position), out)
         elif kind == "message":
             self._streamed_text = False
 
     def _item_done(self, item: JsonObject, position: object, out: list[StreamEvent]) -> None:
         kind = item.get("type")
         if kind == "reasoning":
-            if not self._b.thinking_streamed:  # a server that sends the summary only here
-                summary = item.get("summary") or ()
-                text = "\n\n".join(p.get("text", "") for p in summary if isinstance(p, dict))
-                if text:
-                    self._b.thinking(text, out)
-            item_id, encrypted = item.get("id"), item.get("encrypted_content")
-            self._b.end_thinking(
-                out,
-                signature=item_id if isinstance(item_id, str) else None,
-                encrypted=encrypted if isinstance(encrypted, str) and encrypted else None,
-            )
+            self._reasoning.done(self._reasoning.key(item.get("id"), position), item, out)
         elif kind == "message":
             if not self._streamed_text:
                 text = "".join(_part_text(part) for part in item.get("content") or ())
@@ -330,14 +324,17 @@ class ResponsesStreamParser:
         self._done = True
         if not isinstance(response, dict):
             return
-        usage = response.get("usage")
-        if isinstance(usage, dict):
-            self._usage = _usage(usage)
+        self._take_usage(response)
         status = response.get("status")
         details = response.get("incomplete_details")
         reason = details.get("reason") if isinstance(details, dict) else None
         raw = reason if status == "incomplete" and reason else status
         self._raw = raw if isinstance(raw, str) else None
+
+    def _take_usage(self, response: object) -> None:
+        usage = response.get("usage") if isinstance(response, dict) else None
+        if isinstance(usage, dict):
+            self._usage = _usage(usage)
 
     def finish(self) -> AssistantMessage:
         if not self._done:

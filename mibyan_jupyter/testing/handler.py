@@ -13,6 +13,7 @@ import socket
 import struct
 import sys
 import time
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, assert_never, cast
 
@@ -21,11 +22,13 @@ from mibyan_jupyter.testing.playback import Playback
 from mibyan_jupyter.testing.scripts import (
     FAULT_REPLY,
     FakeReply,
+    Fault,
     RecordedRequest,
     ScriptItem,
     broken_arguments,
 )
 from mibyan_jupyter.testing.wire import encode, error_body, stream_error_event
+from mibyan_jupyter.testing.wire.raw import RawReply, raw_json
 
 EMPTY_SCRIPT = "fake provider: the script is empty (push a FakeReply or Fault before this request)"
 _ROUTES: dict[str, ApiMode] = {
@@ -105,7 +108,11 @@ class _Handler(BaseHTTPRequestHandler):
             )
         )
 
-    def _play(self, api: ApiMode, item: ScriptItem, request: RecordedRequest) -> None:
+    def _play(self, api: ApiMode, item: ScriptItem | RawReply, request: RecordedRequest) -> None:
+        if isinstance(item, RawReply):
+            units = item.encoded() if request.stream else [raw_json(item)]
+            self._send(units, request)
+            return
         if isinstance(item, FakeReply):
             self._reply(api, item, request)
             return
@@ -133,8 +140,11 @@ class _Handler(BaseHTTPRequestHandler):
                 cut = 5 if item.after_events is None else item.after_events
                 self._reply(api, reply, request, cut=cut, clean_eof=item.clean_eof)
             case "error_after_200":
+                # The default status (500) keeps the overloaded event; another status sends
+                # that status's error in the stream's shape; a body is sent as the event.
                 after = 5 if item.after_events is None else item.after_events
-                self._reply(api, reply, request, error=(after, item.message))
+                status = None if item.status == 500 else item.status
+                self._reply(api, reply, request, error=_StreamFault(after, item, status))
             case "invalid_json_args":
                 self._reply(api, broken_arguments(item), request)
             case "empty_reply":
@@ -151,29 +161,15 @@ class _Handler(BaseHTTPRequestHandler):
         stall: tuple[int, float] | None = None,
         cut: int | None = None,
         clean_eof: bool = False,
-        error: tuple[int, str | None] | None = None,
+        error: _StreamFault | None = None,
     ) -> None:
         body = request.body or {}
         model, n = str(body.get("model") or "fake-model"), request.number
         encoded = encode(api, reply, model=model, n=n, body=body)
         units = encoded.events if request.stream else [json.dumps(encoded.final).encode()]
         if error is not None:
-            after, message = error
-            if request.stream:
-                kept = units[: min(after, len(units) - 1)]
-                event = stream_error_event(
-                    api, message=message, model=model, n=n, body=body, sequence=len(kept)
-                )
-                units = [*kept, event]
-            else:  # some compatible servers answer 200 with an error body
-                units = [json.dumps(error_body(api, 529, message=message)).encode()]
-        self.send_response(200)
-        kind = "text/event-stream; charset=utf-8" if request.stream else "application/json"
-        self.send_header("Content-Type", kind)
-        self.send_header("Cache-Control", "no-cache")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.send_header("x-request-id", f"req_fake{n}")
-        self.end_headers()
+            units = self._with_error(api, units, request, error)
+        self._begin(request)
         for i, unit in enumerate(units):
             if cut is not None and i == min(cut, len(units) - 1):
                 self._chunk(_half_event(unit))
@@ -185,6 +181,45 @@ class _Handler(BaseHTTPRequestHandler):
             if stall is not None and i == stall[0] and not self.playback.sleep(stall[1]):
                 self.close_connection = True
                 return
+            self._chunk(unit)
+        self._chunk(b"")
+
+    @staticmethod
+    def _with_error(
+        api: ApiMode, units: list[bytes], request: RecordedRequest, error: _StreamFault
+    ) -> list[bytes]:
+        """The first ``error.after`` events, then the in-stream error event."""
+        body = request.body or {}
+        model, message = str(body.get("model") or "fake-model"), error.fault.message
+        if not request.stream:  # some compatible servers answer 200 with an error body
+            return [json.dumps(error_body(api, 529, message=message)).encode()]
+        kept = units[: min(error.after, len(units) - 1)]
+        event = stream_error_event(
+            api,
+            message=message,
+            model=model,
+            n=request.number,
+            body=body,
+            sequence=len(kept),
+            status=error.status,
+            payload=error.fault.body,
+        )
+        return [*kept, event]
+
+    def _begin(self, request: RecordedRequest) -> None:
+        """The status line and headers of a 200 reply (chunked, as the real APIs send)."""
+        self.send_response(200)
+        kind = "text/event-stream; charset=utf-8" if request.stream else "application/json"
+        self.send_header("Content-Type", kind)
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("x-request-id", f"req_fake{request.number}")
+        self.end_headers()
+
+    def _send(self, units: list[bytes], request: RecordedRequest) -> None:
+        """A 200 reply of ``units``, one chunk each, then the last chunk."""
+        self._begin(request)
+        for unit in units:
             self._chunk(unit)
         self._chunk(b"")
 
@@ -207,6 +242,16 @@ class _Handler(BaseHTTPRequestHandler):
         self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         self.rfile.close()  # drops the makefile reference, so close() below is the real one
         self.connection.close()
+
+
+@dataclass(frozen=True, slots=True)
+class _StreamFault:
+    """An ``error_after_200`` fault as played: after how many events, with which status
+    (``None``: the default overloaded event), the fault itself (message, body)."""
+
+    after: int
+    fault: Fault
+    status: int | None
 
 
 def _half_event(unit: bytes) -> bytes:

@@ -74,6 +74,7 @@ class LoopRun:
     async def emit(self, event: AgentEvent) -> None:
         """Events count as emitted once the sink is called (see :mod:`.grammar`)."""
         self.tracker.observe(event)
+        self.budget.observe(event)  # what retried and failed-over attempts used counts too
         result = self.sink(event)
         if result is not None:
             await result

@@ -5,7 +5,8 @@ Why apart from the server: the encoders are the part that must match the real wi
 byte for byte (the recorded streams the tests compare against), so they are kept free of
 HTTP plumbing and can be read side by side, one module per API: :mod:`.chat` (Chat
 Completions), :mod:`.responses` (Responses), :mod:`.anthropic` (Anthropic Messages), with
-:mod:`.errors` for error bodies and :mod:`.common` for SSE framing.
+:mod:`.errors` for error bodies, :mod:`.common` for SSE framing, and :mod:`.raw` for a
+response scripted as its exact events (:class:`RawReply`).
 
 Usage mapping (``FakeUsage`` holds normalized numbers, the wire gets what each API reports):
 OpenAI prompt/input tokens = ``input + cache_read`` with ``cached_tokens = cache_read``;
@@ -24,11 +25,13 @@ from mibyan_jupyter.testing.wire.anthropic import encode_anthropic
 from mibyan_jupyter.testing.wire.chat import encode_chat
 from mibyan_jupyter.testing.wire.common import Encoded, sse
 from mibyan_jupyter.testing.wire.errors import error_body, stream_error_event
+from mibyan_jupyter.testing.wire.raw import RawReply
 from mibyan_jupyter.testing.wire.responses import encode_responses, response_object
 
 __all__ = [
     "ENCODERS",
     "Encoded",
+    "RawReply",
     "encode",
     "encode_anthropic",
     "encode_chat",

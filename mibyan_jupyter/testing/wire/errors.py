@@ -64,9 +64,25 @@ def error_body(api: ApiMode, status: int, *, message: str | None = None, model: 
 
 
 def stream_error_event(
-    api: ApiMode, *, message: str | None, model: str, n: int, body: Json, sequence: int
+    api: ApiMode,
+    *,
+    message: str | None,
+    model: str,
+    n: int,
+    body: Json,
+    sequence: int,
+    status: int | None = None,
+    payload: Json | None = None,
 ) -> bytes:
-    """The error a server sends inside a stream after HTTP 200 (overloaded by default)."""
+    """The error a server sends inside a stream after HTTP 200: overloaded by default; with
+    ``status``, the error a real server reports for that status (its type, code and message,
+    as :func:`error_body` has them: 400 a context-length error, 429 a rate limit), in the
+    stream's own shape; with ``payload``, exactly that JSON (its ``type`` names the event)."""
+    if payload is not None:
+        kind = payload.get("type")
+        return sse(payload, kind if isinstance(kind, str) and kind else "error")
+    if status is not None:
+        return _status_event(api, status, message=message, model=model, sequence=sequence)
     if api == "anthropic_messages":
         error = {"type": "overloaded_error", "message": message or "Overloaded"}
         return sse({"type": "error", "error": error}, "error")
@@ -74,13 +90,26 @@ def stream_error_event(
     if api == "chat_completions":
         fields = {"message": text, "type": "server_error", "param": None, "code": "overloaded"}
         return sse({"error": fields}, "error")
-    failed = response_object(
-        model=model,
-        n=n,
-        body=body,
-        status="failed",
-        output=[],
-        error={"code": "server_error", "message": text},
+    return _response_failed(
+        {"code": "server_error", "message": text}, model=model, n=n, body=body, sequence=sequence
     )
+
+
+def _status_event(
+    api: ApiMode, status: int, *, message: str | None, model: str, sequence: int
+) -> bytes:
+    """The in-stream form of the error body of ``status``: Anthropic's ``event: error`` with
+    its ``error`` object, Chat Completions' ``event: error`` with the OpenAI error object,
+    and the Responses ``error`` event (flat ``code`` and ``message``)."""
+    error = error_body(api, status, message=message, model=model)
+    if api != "codex_responses":
+        return sse(error, "error")
+    fields = error["error"]
+    data = {"type": "error", "code": fields["code"] or fields["type"], "message": fields["message"]}
+    return sse(data | {"param": None, "sequence_number": sequence}, "error")
+
+
+def _response_failed(error: Json, *, model: str, n: int, body: Json, sequence: int) -> bytes:
+    failed = response_object(model=model, n=n, body=body, status="failed", output=[], error=error)
     data = {"type": "response.failed", "sequence_number": sequence, "response": failed}
     return sse(data, "response.failed")
