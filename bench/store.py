@@ -5,7 +5,10 @@
   ``SQLiteSession.add_items`` of the same message on a file database, both in WAL mode at
   the same ``synchronous`` level: NORMAL (our default: a committed message survives a
   killed kernel) and FULL (also survives power loss).
-* resume_10k: a 10,000-message session read back into typed, repaired messages.
+* resume_10k: a 10,000-message session read back into typed, repaired messages, as a
+  resume does (one query, one validation, the repair pass with its report); side by side,
+  openai-agents' ``SQLiteSession.get_items`` of the same messages (untyped dicts), in the
+  same run: ``resume_ratio_vs_openai_agents`` (goal, issue 10: <= 0.3).
 * fts_100k: a full-text query over 100,000 messages (bm25-ranked, with snippets).
 * export_1k: a 1,000-message session exported as a validated notebook.
 
@@ -35,7 +38,7 @@ from mibyan_jupyter.core.messages import (
     UserMessage,
 )
 from mibyan_jupyter.store.db import Database
-from mibyan_jupyter.store.records import append_message, insert_session, load_messages
+from mibyan_jupyter.store.records import append_message, insert_session
 
 WORDS = [
     "notebook",
@@ -171,19 +174,11 @@ def openai_agents_resume_ms(path: Path, n: int, repeat: int) -> float | None:
 
 def fill(db: Database, session: str, messages: list[Message]) -> None:
     """Bulk insert (one transaction) through the same columns append_message writes."""
-    from mibyan_jupyter.core.messages import MESSAGE_ADAPTER
-    from mibyan_jupyter.store.records import message_text
+    from mibyan_jupyter.store.records import encode_message, message_text
 
     now = time.time()
     rows = [
-        (
-            session,
-            seq,
-            m.role,
-            message_text(m),
-            MESSAGE_ADAPTER.dump_json(m, exclude_none=True).decode(),
-            now,
-        )
+        (session, seq, m.role, message_text(m), encode_message(m), now)
         for seq, m in enumerate(messages)
     ]
     with db.transaction() as conn:
@@ -200,6 +195,44 @@ def best_ms(fn: Callable[[], object], repeat: int) -> float:
         fn()
         times.append((time.perf_counter() - start) * 1000)
     return min(times)
+
+
+def resume_figures(folder: Path, repeat: int) -> dict[str, float | None]:
+    """A 10,000-message session resumed as ``%agent resume`` does (typed, repaired, with
+    the report), and openai-agents' untyped ``get_items`` of the same messages."""
+    from mibyan_jupyter.core.fakes import ScriptedModel
+    from mibyan_jupyter.store.resume import load_history, resume_agent
+    from mibyan_jupyter.store.session_queries import by_id
+    from mibyan_jupyter.store.sessions import SessionStore
+
+    db = Database(folder / "resume.sqlite3")
+    session = insert_session(db, title="resume")
+    fill(db, session, sample_messages(10_000))
+    store, info = SessionStore(db), by_id(db, session)
+
+    def resume() -> object:
+        history = load_history(store, info)
+        assert len(history.messages) == 10_000
+        assert not history.repairs
+        return history
+
+    def resume_an_agent() -> object:  # the same, plus the Agent's own check of it
+        return resume_agent(store, info, stream_fn=ScriptedModel([]))
+
+    ours = best_ms(resume, repeat)
+    with_agent = best_ms(resume_an_agent, repeat)
+    db.close()
+    theirs = openai_agents_resume_ms(folder / "oa-resume.sqlite3", 10_000, repeat)
+    print(
+        f"resume 10,000 messages: {ours:.2f} ms typed and repaired "
+        f"(openai-agents get_items, untyped: {theirs or float('nan'):.2f} ms)"
+    )
+    return {
+        "resume_10k_ms": round(ours, 2),
+        "resume_agent_10k_ms": round(with_agent, 2),
+        "openai_agents_get_items_10k_ms": round(theirs, 2) if theirs else None,
+        "resume_ratio_vs_openai_agents": round(ours / theirs, 3) if theirs else None,
+    }
 
 
 def main() -> None:
@@ -232,27 +265,7 @@ def main() -> None:
                 f"append, synchronous={level.upper():6}: ours {ours:.4f} ms, openai-agents {theirs or float('nan'):.4f} ms"
             )
 
-        db = Database(folder / "resume.sqlite3")
-        session = insert_session(db, title="resume")
-        fill(db, session, sample_messages(10_000))
-        try:
-            from mibyan_jupyter.store.resume import repair
-
-            def resume() -> object:
-                return repair(load_messages(db, session))
-        except ImportError:
-
-            def resume() -> object:
-                return load_messages(db, session)
-
-        figures["resume_10k_ms"] = round(best_ms(resume, args.repeat), 2)
-        theirs = openai_agents_resume_ms(folder / "oa-resume.sqlite3", 10_000, args.repeat)
-        figures["openai_agents_get_items_10k_ms"] = round(theirs, 2) if theirs else None
-        print(
-            f"resume 10,000 messages: {figures['resume_10k_ms']} ms typed and repaired "
-            f"(openai-agents get_items, untyped: {theirs or float('nan'):.2f} ms)"
-        )
-        db.close()
+        figures.update(resume_figures(folder, args.repeat))
 
         db = Database(folder / "fts.sqlite3")
         messages = sample_messages(100_000)

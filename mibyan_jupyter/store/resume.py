@@ -1,41 +1,72 @@
 """Carrying on after a restart: load a session, repair its transcript, rebuild the Agent.
 
-The store keeps what happened, including the damage a crash leaves: an assistant message
-whose tool calls never got results (the kernel died mid-batch, or a fork cut the batch),
-aborted partial replies. Providers reject a tool call without a result, so before the
-model sees the transcript (docs/architecture.md, "Decisions", 5) :func:`repair` gives each such call a synthetic
-error result saying the outcome is unknown and the call may or may not have run; a call
-known never to have started (it was waiting for approval) says so instead. Aborted and
-failed replies stay for display; the core's ``ModelView`` already leaves them out.
-
-Repair is a pure function of the stored messages, and the synthetic results are not
-written back: they go right after the batch's real results, so the same repair finds the
-same place however many messages a resumed run appends later, and the stored record keeps
-only what really happened.
+A session continues as it was: the agent gets the session's model and recorded settings
+(its system prompt, thinking level, tool mode, budgets; :class:`SessionSettings`) unless
+the caller overrides them, and the repaired transcript. Loading is one query and one
+validation (:mod:`.loading`); repairing is one pass (:mod:`.repair`); what either had to
+change is a :class:`RepairReport` the caller shows the user (``%agent resume`` and the
+first cell of a resumed session do), never an error that refuses the session.
 
 A compressed session continues in its newest ``compression`` descendant, so that is the
-one loaded; a pending approval is reported by :func:`pending_approvals` so the UI can show
-it again after a restart.
+one loaded (only the live tail of the lineage is read); a pending approval is reported by
+:func:`pending_approvals` so the UI can show it again after a restart.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+import weakref
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
 from mibyan_jupyter.core.agent import Agent
-from mibyan_jupyter.core.messages import AssistantMessage, Message, ToolCall, ToolMessage
+from mibyan_jupyter.core.budget import BudgetLimits
+from mibyan_jupyter.core.messages import Message
 from mibyan_jupyter.core.stream import StreamFn
+from mibyan_jupyter.core.transcript import TranscriptError
 from mibyan_jupyter.store.db import StoreError
+from mibyan_jupyter.store.loading import read_messages
 from mibyan_jupyter.store.records import load_messages
+from mibyan_jupyter.store.repair import (
+    MISSING_PROMPT,
+    NOT_RUN,
+    UNKNOWN_OUTCOME,
+    RepairReport,
+    drop_until_valid,
+    repair,
+    repair_transcript,
+)
+from mibyan_jupyter.store.session_queries import SessionSettings
 from mibyan_jupyter.store.sessions import SessionInfo, SessionStore
 
-UNKNOWN_OUTCOME = (
-    "Tool call interrupted before its result was recorded (the session ended unexpectedly); "
-    "its outcome is unknown: it may or may not have run. Check before repeating it."
-)
-NOT_RUN = "Tool call never ran: the session ended while it was waiting for the user's approval."
+__all__ = [
+    "MISSING_PROMPT",
+    "NOT_RUN",
+    "UNKNOWN_OUTCOME",
+    "History",
+    "PendingApproval",
+    "RepairReport",
+    "load_history",
+    "load_transcript",
+    "pending_approvals",
+    "repair",
+    "repair_transcript",
+    "resume_agent",
+    "take_repair_report",
+]
+
+_REPORTS: weakref.WeakKeyDictionary[Agent, RepairReport] = weakref.WeakKeyDictionary()
+"""The repairs of the load that filled an agent, until someone shows them (the agent
+object is what every caller holds; the core knows nothing of the store)."""
+
+
+@dataclass(frozen=True, slots=True)
+class History:
+    """A stored session's transcript, repaired and ready to continue, with what was done."""
+
+    info: SessionInfo
+    messages: list[Message]
+    repairs: RepairReport
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,47 +80,6 @@ class PendingApproval:
     """The arguments as the model produced them (JSON text)."""
     reason: str | None
     requested_at: float | None
-
-
-def _missing_result(
-    call: ToolCall, after: AssistantMessage, not_run: Collection[str]
-) -> ToolMessage:
-    return ToolMessage(
-        tool_call_id=call.id,
-        name=call.function.name,
-        content=NOT_RUN if call.id in not_run else UNKNOWN_OUTCOME,
-        is_error=True,
-        details={"synthetic": True, "outcome": "not_run" if call.id in not_run else "unknown"},
-        timestamp=after.timestamp,
-    )
-
-
-def repair(messages: Sequence[Message], *, not_run: Collection[str] = ()) -> list[Message]:
-    """The transcript with every tool call of a sendable assistant message answered.
-
-    A missing result is inserted right after the results its batch does have; calls in
-    ``not_run`` get :data:`NOT_RUN`, others :data:`UNKNOWN_OUTCOME`. A tool result that
-    answers no open call (a duplicate, or a stray) is dropped: no provider accepts it.
-    Everything else is kept as it is, aborted and failed replies included.
-    """
-    repaired: list[Message] = []
-    batch: AssistantMessage | None = None
-    open_calls: dict[str, ToolCall] = {}
-    for message in messages:
-        if message.role == "tool":
-            if open_calls and open_calls.pop(message.tool_call_id, None) is not None:
-                repaired.append(message)
-            continue
-        if open_calls and batch is not None:
-            repaired += [_missing_result(c, batch, not_run) for c in open_calls.values()]
-            open_calls = {}
-        repaired.append(message)
-        if message.role == "assistant" and message.tool_calls and message.sendable:
-            batch = message
-            open_calls = {call.id: call for call in message.tool_calls}
-    if open_calls and batch is not None:
-        repaired += [_missing_result(c, batch, not_run) for c in open_calls.values()]
-    return repaired
 
 
 def _resolve(store: SessionStore, session_id: str, notebook_path: str | None) -> SessionInfo:
@@ -127,6 +117,52 @@ def _pending(store: SessionStore, session_id: str) -> list[PendingApproval]:
     return [PendingApproval(session_id, *row) for row in rows]
 
 
+def load_history(
+    store: SessionStore, session: str | SessionInfo = "last", *, verify: bool = False
+) -> History:
+    """The repaired transcript of ``session`` (an id, a prefix, ``"last"``, or a
+    :class:`SessionInfo` already resolved: then the store is not read for it again).
+    ``verify``: check it against the core's rules even when nothing needed repair (for a
+    caller that does not hand it to an ``Agent``, which checks it anyway)."""
+    info = session if isinstance(session, SessionInfo) else _resolve(store, session, None)
+    stored, row_repairs = read_messages(store.db, info.id)
+    waiting = {p.call_id for p in _pending(store, info.id)} if stored else set()
+    messages, repairs = repair_transcript(stored, not_run=waiting, verify=verify)
+    return History(info, messages, RepairReport(dict(row_repairs)) + repairs)
+
+
+def remember_repairs(agent: Agent, repairs: RepairReport) -> None:
+    """Keep the repairs of ``agent``'s load for :func:`take_repair_report` (when any)."""
+    if repairs:
+        _REPORTS[agent] = repairs
+
+
+def take_repair_report(agent: Agent) -> RepairReport | None:
+    """What had to be repaired when ``agent``'s transcript was loaded from the store, once:
+    whoever shows it to the user takes it (``None``: nothing, or already shown)."""
+    return _REPORTS.pop(agent, None)
+
+
+def settings_options(settings: SessionSettings) -> dict[str, Any]:
+    """Agent keyword arguments for the recorded settings (unrecorded ones left out)."""
+    options: dict[str, Any] = {}
+    if settings.model:
+        options["model"] = settings.model
+    if settings.system_prompt is not None:
+        options["system_prompt"] = settings.system_prompt
+    if settings.thinking is not None:
+        options["thinking_level"] = settings.thinking
+    if settings.tool_mode is not None:
+        options["tool_execution"] = settings.tool_mode
+    if (settings.max_turns, settings.max_tokens, settings.max_cost) != (None, None, None):
+        options["budget"] = BudgetLimits(
+            max_turns=settings.max_turns,
+            max_total_tokens=settings.max_tokens,
+            max_cost=settings.max_cost,
+        )
+    return options
+
+
 def resume_agent(
     store: SessionStore,
     session_id: str | SessionInfo = "last",
@@ -139,25 +175,27 @@ def resume_agent(
     prefix, or ``"last"``: the most recent session, of ``notebook_path`` when given),
     ready for ``prompt()`` or ``continue_()``; with the session it continues.
 
-    The model comes from the session and the system prompt from its config
-    (``"system_prompt"``); ``agent_kwargs`` (tools, approval, budget, ...) are passed on
-    and win over both. The agent has no subscribers: wire the store's writer to it.
+    The model and settings come from the session (:attr:`SessionInfo.settings`);
+    ``agent_kwargs`` (tools, approval, budget, ...) are passed on and win over them. The
+    agent has no subscribers: wire the store's writer to it. What was repaired:
+    :func:`take_repair_report` of the agent.
 
     A :class:`SessionInfo` (what :meth:`SessionStore.resolve` returns) is taken as the
     session to continue, as it is: the caller has resolved it, so the store is not read
     for it again (opening a session sweeps for dead owners once, in ``resolve``).
     """
-    if isinstance(session_id, SessionInfo):
-        info = session_id
-    else:
-        info = _resolve(store, session_id, notebook_path)
-    waiting = {p.call_id for p in _pending(store, info.id)}
-    messages = repair(load_messages(store.db, info.id), not_run=waiting)
-    options: dict[str, Any] = {}
-    if info.model:
-        options["model"] = info.model
-    system_prompt = info.config.get("system_prompt")
-    if isinstance(system_prompt, str):
-        options["system_prompt"] = system_prompt
+    if not isinstance(session_id, SessionInfo):
+        session_id = _resolve(store, session_id, notebook_path)
+    history = load_history(store, session_id)
+    options = settings_options(history.info.settings)
     options.update(agent_kwargs)
-    return Agent(stream_fn=stream_fn, messages=messages, **options), info
+    messages, repairs = history.messages, history.repairs
+    try:
+        agent = Agent(stream_fn=stream_fn, messages=messages, **options)
+    except TranscriptError:  # not foreseen by the repair pass: never refuse the session
+        counts: Counter[str] = Counter(repairs.counts)
+        messages = drop_until_valid(messages, counts)
+        agent = Agent(stream_fn=stream_fn, messages=messages, **options)
+        repairs = RepairReport(dict(counts))
+    remember_repairs(agent, repairs)
+    return agent, history.info

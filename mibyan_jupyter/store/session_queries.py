@@ -12,8 +12,10 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
+from mibyan_jupyter.core.config import ToolExecutionMode
+from mibyan_jupyter.core.stream import ThinkingLevel
 from mibyan_jupyter.store.db import Database, StoreError
 
 MIN_PREFIX = 6
@@ -53,6 +55,65 @@ class SessionInfo:
     message_count: int
     cost: float | None
     config: dict[str, Any] = field(default_factory=dict, hash=False)
+
+    @property
+    def settings(self) -> SessionSettings:
+        """The model and settings this session records (what a resume continues with)."""
+        return SessionSettings.of(self.model, self.config)
+
+
+SETTING_KEYS = (
+    "system_prompt",
+    "tools",
+    "thinking",
+    "tool_mode",
+    "max_turns",
+    "max_tokens",
+    "max_cost",
+)
+"""The settings a session records in its config, so a resume continues as it was."""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSettings:
+    """What a session was running with, as recorded in its ``config`` (``None``: not
+    recorded, e.g. by an older version; the caller's default then applies). A resume
+    continues with these unless the caller overrides them (docs/architecture.md, "One
+    `%%agent` cell, end to end")."""
+
+    model: str | None = None
+    system_prompt: str | None = None
+    tools: str | None = None
+    """Tool groups, as ``%%agent --tools`` spells them."""
+    thinking: str | None = None
+    tool_mode: str | None = None
+    max_turns: int | None = None
+    max_tokens: int | None = None
+    max_cost: float | None = None
+
+    @classmethod
+    def of(cls, model: str | None, config: dict[str, Any]) -> SessionSettings:
+        """The settings of a session row; a value of the wrong type counts as unrecorded
+        (a config edited by hand must not break the resume)."""
+        allowed = {"thinking": get_args(ThinkingLevel), "tool_mode": get_args(ToolExecutionMode)}
+        values: dict[str, Any] = {}
+        for key in ("system_prompt", "tools", "thinking", "tool_mode"):
+            text = config.get(key)
+            if isinstance(text, str) and (key not in allowed or text in allowed[key]):
+                values[key] = text
+        for key in ("max_turns", "max_tokens", "max_cost"):
+            number = config.get(key)
+            if isinstance(number, bool) or not isinstance(number, int | float) or number <= 0:
+                continue
+            if key == "max_cost":
+                values[key] = float(number)
+            elif isinstance(number, int):
+                values[key] = number
+        return cls(model=model or None, **values)
+
+    def config(self) -> dict[str, Any]:
+        """The recorded settings as config entries (unrecorded ones left out)."""
+        return {key: getattr(self, key) for key in SETTING_KEYS if getattr(self, key) is not None}
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,3 +235,14 @@ def newest_descendant(db: Database, session_id: str) -> SessionInfo:
             return by_id(db, current)
         current = row[0]
         seen.add(current)
+
+
+def last_answer_model(db: Database, session_id: str) -> str | None:
+    """The model that wrote the session's last reply, as the provider named it (after a
+    failover: the fallback that answered, while the session keeps its primary model)."""
+    row = db.conn.execute(
+        "SELECT model FROM messages WHERE session_id = ? AND role = 'assistant'"
+        " AND model IS NOT NULL ORDER BY seq DESC LIMIT 1",
+        (session_id,),
+    ).fetchone()
+    return str(row[0]) if row is not None else None

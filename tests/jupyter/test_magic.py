@@ -309,7 +309,9 @@ def test_a_resumed_session_is_answered_by_the_model_its_header_names(
     shell: InteractiveShell, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The header and the agent take the model from the cell's one plan, also when the
-    session was created with another model and resumed in a fresh kernel state."""
+    session was created with another model and resumed in a fresh kernel state: the
+    session's own model (issue 10, item 10: it wins over the configured default), and the
+    cell's explicit --model over both."""
     from mibyan_jupyter.jupyter.cell import run
     from mibyan_jupyter.jupyter.view import AgentView, ViewHeader
 
@@ -331,6 +333,23 @@ def test_a_resumed_session_is_answered_by_the_model_its_header_names(
     assert result.error_in_exec is None, result.error_in_exec
     handle = kernel_state().session(session)
     assert handle is not None
-    assert [h.model for h in headers] == ["demo", "demo-slow"]
-    assert handle.agent.state.model == "demo-slow"
+    assert [h.model for h in headers] == ["demo", "demo"]
+    assert handle.agent.state.model == "demo"
     assert headers[-1].session_id == session
+    result = shell.run_cell("%%agent --tools none --model demo-slow\nthird\n")
+    assert result.error_in_exec is None, result.error_in_exec
+    assert [h.model for h in headers] == ["demo", "demo", "demo-slow"]
+    assert handle.agent.state.model == "demo-slow"
+
+
+def test_the_options_a_line_gives_are_told_apart_from_the_defaults(
+    shell: InteractiveShell,
+) -> None:
+    """What the line set overrides a resumed session's recorded settings; what the
+    defaults filled in does not (issue 10, item 10)."""
+    shell.run_line_magic("config", "AgentMagics.max_turns = 7")
+    options = parse_cell_line("", configured())
+    assert options.max_turns == 7
+    assert options.explicit == frozenset()
+    given = parse_cell_line("--model demo --max-turns 3 --thinking high --system hi", configured())
+    assert given.explicit == {"model", "max_turns", "thinking", "system_prompt"}

@@ -1,5 +1,10 @@
 """Which model a cell talks to, and the stream function that reaches it.
 
+The order: the cell's ``--model``; else, for a session that already exists (resumed in a new
+kernel, named by ``--session``, or this notebook's current one), the session's own model,
+so a session continues as it was; else the configured default; else the first provider
+whose key is set; else the demo model.
+
 With no model configured and no provider key in the environment, the built-in demo model
 answers (the teaching notebooks and Binder rely on it), and the view says so. A hosted model
 whose key is missing fails before the run with what to set, never mid-stream.
@@ -11,7 +16,7 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from mibyan_jupyter.jupyter.cell.options import AgentUsageError
+from mibyan_jupyter.jupyter.cell.options import AgentUsageError, CellOptions
 
 if TYPE_CHECKING:
     from mibyan_jupyter.core.stream import StreamFn
@@ -56,25 +61,40 @@ class ChosenModel:
     """The resolved spec (``None`` for the demo models)."""
 
 
-def choose_model(requested: str) -> ChosenModel:
+def choose_model(requested: str, *, whose: str = "") -> ChosenModel:
     """The model for ``requested`` ("" = automatic); raises :class:`AgentUsageError` for an
-    unknown name or a missing key, saying what to do."""
+    unknown name or a missing key, saying what to do. ``whose`` names where the model
+    came from when that is not the cell (e.g. "this session's model"), for the message."""
     name = requested.strip() or _automatic()
     if name in DEMO_MODELS:
         return ChosenModel(name, name, True, _context_window(name))
     from mibyan_jupyter.providers.spec import ModelSpecError, resolve_model
 
+    other = "choose another with --model" if whose else "use --model demo"
     try:
         spec = resolve_model(name)
     except ModelSpecError as error:
-        raise AgentUsageError(f"{error} (or --model demo for the built-in demo model)") from None
+        where = f"{whose}: " if whose else ""
+        raise AgentUsageError(
+            f"{where}{error} (or --model demo for the built-in demo model)"
+        ) from None
     missing_key = spec.requires_key and spec.api_key is None and spec.key_env
     if missing_key and not os.environ.get(spec.key_env or ""):
+        subject = f"{whose} {spec.label}" if whose else spec.label
         raise AgentUsageError(
-            f"{spec.label} needs an API key: set {spec.key_env} in the kernel's environment "
-            f"(e.g. %env {spec.key_env}=...) or use --model demo"
+            f"{subject} needs an API key: set {spec.key_env} in the kernel's environment "
+            f"(e.g. %env {spec.key_env}=...) or {other}"
         )
     return ChosenModel(name, spec.label, False, _context_window(spec.label), spec)
+
+
+def choose_cell_model(options: CellOptions, session_model: str | None) -> ChosenModel:
+    """The model of a cell, resolved once: the cell's ``--model``, else the model of the
+    session it continues, else the configured default, else the first provider whose key
+    is set, else the demo model (docs/architecture.md, "One `%%agent` cell, end to end")."""
+    if "model" in options.explicit or not session_model:
+        return choose_model(options.model)
+    return choose_model(session_model, whose="this session's model")
 
 
 def _automatic() -> str:

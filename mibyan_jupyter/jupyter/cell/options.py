@@ -57,6 +57,9 @@ class CellOptions:
     fallback_models: tuple[str, ...]
     after: bool
     """Queue as a follow-up (run after the agent finishes) instead of steering."""
+    explicit: frozenset[str] = frozenset()
+    """The settings the cell's line gave (field names, e.g. ``"model"``): these override
+    what a resumed session recorded; the others come from the session when it has them."""
 
 
 _OPTIONS: tuple[tuple[tuple[str, ...], dict[str, Any]], ...] = (
@@ -153,6 +156,22 @@ def _choice(name: str, value: str, allowed: tuple[str, ...]) -> str:
     return value
 
 
+def _explicit(args: Any) -> frozenset[str]:
+    """The :class:`CellOptions` fields the line itself set (not the defaults)."""
+    given = {
+        "model": args.model,
+        "system_prompt": args.system,
+        "tools": args.tools,
+        "thinking": args.thinking,
+        "tool_mode": args.tool_mode,
+        "max_turns": args.max_turns,
+        "max_tokens": args.max_tokens,
+        "max_cost": args.max_cost,
+        "fallback_models": args.fallback,
+    }
+    return frozenset(name for name, value in given.items() if value is not None)
+
+
 def parse_cell_line(line: str, defaults: Defaults) -> CellOptions:
     """The options of ``%%agent <line>`` merged with ``defaults``; raises
     :class:`AgentUsageError` (with what is allowed) for anything wrong."""
@@ -183,6 +202,7 @@ def parse_cell_line(line: str, defaults: Defaults) -> CellOptions:
         tool_mode=_choice("tool-mode", args.tool_mode or defaults.tool_mode, TOOL_MODES),
         fallback_models=tuple(args.fallback or defaults.fallback_models),
         after=bool(args.after),
+        explicit=_explicit(args),
     )
 
 

@@ -11,15 +11,16 @@ the model the header names is the model that answers (docs/architecture.md, "One
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mibyan_jupyter.core.budget import BudgetLimits
 from mibyan_jupyter.core.tools import ToolRegistry
-from mibyan_jupyter.jupyter.cell.models import ChosenModel, choose_model, stream_function
+from mibyan_jupyter.jupyter.cell.models import ChosenModel, choose_cell_model, stream_function
 from mibyan_jupyter.jupyter.cell.options import AgentUsageError, CellOptions, parse_cell_line
 from mibyan_jupyter.jupyter.kernel_tools import UnknownToolGroupError, kernel_tools, parse_groups
+from mibyan_jupyter.store.session_queries import SessionSettings
 
 if TYPE_CHECKING:
     from mibyan_jupyter.core.agent import Agent
@@ -52,13 +53,47 @@ class CellPlan:
     """Seconds to wait for a front end before the policy decides approvals."""
 
 
-def plan_cell(prompt: str, line: str, defaults: Defaults, *, headless: bool) -> CellPlan:
+def plan_cell(
+    prompt: str,
+    line: str,
+    defaults: Defaults,
+    *,
+    headless: bool,
+    session: SessionSettings | None = None,
+) -> CellPlan:
     """The plan of ``%%agent <line>`` with ``prompt``; raises :class:`AgentUsageError`
-    for a bad option, an empty prompt, an unknown model or tool group, a missing key."""
+    for a bad option, an empty prompt, an unknown model or tool group, a missing key.
+    ``session``: the recorded settings of the session the cell continues (``None``: a
+    new session), which win over the configured defaults but not over the line."""
     options = parse_cell_line(line, defaults)
+    return plan_from_options(prompt, options, defaults, headless=headless, session=session)
+
+
+def with_session_settings(options: CellOptions, session: SessionSettings) -> CellOptions:
+    """``options`` where every setting the line did not give is the session's recorded
+    one (when it recorded it): a resumed session continues as it was."""
+    recorded = {
+        key: getattr(session, key)
+        for key in ("tools", "thinking", "tool_mode", "max_turns", "max_tokens", "max_cost")
+        if key not in options.explicit and getattr(session, key) is not None
+    }
+    return replace(options, **recorded) if recorded else options
+
+
+def plan_from_options(
+    prompt: str,
+    options: CellOptions,
+    defaults: Defaults,
+    *,
+    headless: bool,
+    session: SessionSettings | None = None,
+) -> CellPlan:
+    """:func:`plan_cell` of options already parsed (the model resolved once, here)."""
     if not prompt.strip():
         raise AgentUsageError("the cell has no prompt: write it on the lines below %%agent")
-    chosen = choose_model(options.model)
+    if session is not None:
+        options = with_session_settings(options, session)
+    chosen = choose_cell_model(options, session.model if session is not None else None)
     stream_fn = stream_function(chosen, options.fallback_models)
     try:
         groups = parse_groups(options.tools)
@@ -80,6 +115,20 @@ def plan_cell(prompt: str, line: str, defaults: Defaults, *, headless: bool) -> 
         headless=headless,
         headless_wait=float(defaults.headless_wait),
     )
+
+
+def session_config(plan: CellPlan) -> dict[str, Any]:
+    """The settings a new session records, so a resume continues with them."""
+    options = plan.options
+    return SessionSettings(
+        system_prompt=plan.new_session_prompt,
+        tools=options.tools,
+        thinking=options.thinking,
+        tool_mode=options.tool_mode,
+        max_turns=options.max_turns,
+        max_tokens=options.max_tokens,
+        max_cost=options.max_cost,
+    ).config()
 
 
 def configure_agent(agent: Agent, plan: CellPlan, approval: ApprovalGate) -> None:

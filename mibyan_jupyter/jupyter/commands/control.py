@@ -10,6 +10,7 @@ from mibyan_jupyter.jupyter.commands.common import cost, parser
 from mibyan_jupyter.jupyter.commands.tables import Message, Table
 from mibyan_jupyter.jupyter.defaults import setting_rows
 from mibyan_jupyter.jupyter.state import kernel_state, notebook_path
+from mibyan_jupyter.secrets import REDACT
 
 if TYPE_CHECKING:
     from mibyan_jupyter.store.sessions import SessionInfo
@@ -26,22 +27,46 @@ def stop(words: list[str]) -> Message:
 
 
 def status(words: list[str]) -> Table:
+    """The current session as the next cell will continue it: its model (the one the next
+    cell's request names, unless the cell gives --model) and, when a fallback wrote the
+    last reply, which model that was."""
     state = kernel_state()
     current = state.current_session(notebook_path())
     rows: list[tuple[str, str]] = [("database", str(state.store().db.path))]
     if current is None:
         rows.append(("session", "none yet (the next %%agent cell starts one)"))
     else:
-        info: SessionInfo = state.store().get(current)
+        from mibyan_jupyter.store.session_queries import last_answer_model
+
+        store = state.store()
+        info: SessionInfo = store.get(current)
         rows += [
             ("session", f"{info.id} — {info.title}"),
-            ("model", info.model or ""),
+            ("model", model_label(info.model)),
+        ]
+        answered = last_answer_model(store.db, info.id)
+        if answered and not model_label(info.model).endswith(answered):
+            rows.append(("last answer by", REDACT(answered)))  # a fallback answered
+        rows += [
             ("messages", str(info.message_count)),
             ("cost", cost(info.cost) or "unknown"),
             ("status", "running" if state.running(current) else info.status),
         ]
     rows.append(("notebook", notebook_path() or "(unknown to the kernel)"))
     return Table(("", ""), rows, caption="Agent status")
+
+
+def model_label(model: str | None) -> str:
+    """A session's model as the view's header names it (the spec's label: no base URL,
+    nothing secret); the stored name when it is not a provider spec (the demo models)."""
+    from mibyan_jupyter.providers.spec import ModelSpecError, resolve_model
+
+    if not model:
+        return ""
+    try:
+        return REDACT(resolve_model(model).label)
+    except ModelSpecError:
+        return REDACT(model)
 
 
 def policy(words: list[str]) -> Any:

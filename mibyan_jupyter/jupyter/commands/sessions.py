@@ -55,16 +55,22 @@ def sessions(words: list[str]) -> Table:
 
 
 def resume(words: list[str]) -> Any:
-    """Open the session in this kernel (the next cells continue it) and show its history.
-    The stream function given here only holds the place: each cell's plan sets the model."""
+    """Open the session in this kernel (the next cells continue it) and show its history,
+    and what had to be repaired to load it. The stream function given here only holds the
+    place (the demo model, which needs no key): each cell's plan sets the session's model."""
     args = parser("resume", (("session",), {"nargs": "?", "default": "last"})).parse_args(words)
     from mibyan_jupyter.jupyter.cell.models import choose_model, stream_function
     from mibyan_jupyter.jupyter.commands.history import show_history
+    from mibyan_jupyter.store.resume import take_repair_report
 
     state = kernel_state()
-    chosen = choose_model(state.defaults.model)
-    handle = resume_session(state, args.session, notebook_path(), stream_function(chosen, ()))
-    return show_history(state.store(), handle.session_id)
+    placeholder = stream_function(choose_model("demo"), ())
+    handle = resume_session(state, args.session, notebook_path(), placeholder)
+    shown = show_history(state.store(), handle.session_id)
+    report = take_repair_report(handle.agent)
+    if report:
+        shown.append(Message("Repaired on load: " + " ".join(report.lines())))
+    return shown
 
 
 def fork(words: list[str]) -> Message:
