@@ -12,6 +12,7 @@ changes what stays visible. Tests replace the state with :func:`reset_kernel_sta
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
@@ -25,8 +26,12 @@ if TYPE_CHECKING:
     from mibyan_jupyter.core.agent import Agent
     from mibyan_jupyter.core.approval import ApprovalPolicy
     from mibyan_jupyter.jupyter.view import AgentView
+    from mibyan_jupyter.store.lease import LeaseKeeper
     from mibyan_jupyter.store.sessions import SessionStore
     from mibyan_jupyter.store.writer import StoreWriter
+
+
+_QUIET = logging.NullHandler()
 
 
 @dataclass
@@ -71,6 +76,7 @@ class KernelState:
         self.cell_id: str | None = None
         """The id of the cell being executed (from IPython's pre_run_cell event)."""
         self._store: SessionStore | None = None
+        self._leases: LeaseKeeper | None = None
         self._sessions: dict[str, SessionHandle] = {}
         self._current: dict[str | None, str] = {}
         """Notebook path (``None`` when unknown) -> its current session id."""
@@ -95,10 +101,30 @@ class KernelState:
         if self._store is None:
             from mibyan_jupyter.store.sessions import SessionStore
 
+            # The cell says in one line when the store writer fails or recovers (run.py);
+            # the writer's log records must not reach the cell as a second, raw line
+            # (with no handler configured, logging would print them to stderr).
+            logging.getLogger("mibyan_jupyter.store.writer").addHandler(_QUIET)
             self._store = SessionStore(self.db_path or None)
         return self._store
 
+    def leases(self) -> LeaseKeeper:
+        """This kernel's leases on the sessions it writes, with their heartbeat thread
+        (started with the first lease; docs/architecture.md, "Store")."""
+        if self._leases is None:
+            from mibyan_jupyter.store.lease import LeaseKeeper
+
+            self._leases = LeaseKeeper(self.store().db.path)
+        return self._leases
+
     def close(self) -> None:
+        """Finish the writes still kept (briefly), free the leases, close the store."""
+        for handle in self._sessions.values():
+            handle.writer.drain(timeout=2.0)
+            handle.writer.close()
+        if self._leases is not None:
+            self._leases.close()
+            self._leases = None
         if self._store is not None:
             self._store.close()
             self._store = None

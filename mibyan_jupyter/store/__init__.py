@@ -7,7 +7,8 @@ loads ``sqlite3`` only; the top-level package does not import it.
 
 from mibyan_jupyter.store.approval_rules import ApprovalRules
 from mibyan_jupyter.store.db import Database, StoreError, default_path
-from mibyan_jupyter.store.liveness import Liveness, Owner, ProcessLiveness
+from mibyan_jupyter.store.lease import Holder, Lease, LeaseKeeper, LeaseLost
+from mibyan_jupyter.store.liveness import LeaseLiveness, Liveness, Owner, ProcessLiveness
 from mibyan_jupyter.store.resume import PendingApproval, pending_approvals, repair, resume_agent
 from mibyan_jupyter.store.search import SearchHit, search
 from mibyan_jupyter.store.session_api import approval_policy, attach, recorded_agent, resume
@@ -23,6 +24,11 @@ __all__ = [
     "AmbiguousSessionError",
     "ApprovalRules",
     "Database",
+    "Holder",
+    "Lease",
+    "LeaseKeeper",
+    "LeaseLiveness",
+    "LeaseLost",
     "Liveness",
     "Owner",
     "PendingApproval",

@@ -14,41 +14,48 @@ Safety rules, each one tested:
   instead of surfacing it. ``synchronous=NORMAL`` by default: in WAL mode a committed
   transaction survives a killed process (what a kernel crash is); ``durability="full"``
   also survives power loss at ~5x the cost per commit.
+* A write that still fails raises one :class:`StoreError` line that names the file and the
+  cause (read-only, locked, disk full, closed, I/O error), with the cause's
+  :data:`FailureKind` for code that must tell them apart (the store writer retries the
+  passing ones; docs/architecture.md, "Store"). See :mod:`.files`.
+* One connection may be used by several threads (the store writer writes on a thread of
+  its own): :meth:`Database.transaction` holds the connection's lock for the whole
+  transaction, so two threads never mix statements of two transactions.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 import sqlite3
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from importlib import resources
 from pathlib import Path
 from typing import Literal
 
-SQLITE_MAGIC = b"SQLite format 3\x00"
-ENV_PATH = "MIBYAN_DB"
+from mibyan_jupyter.store.files import (
+    ENV_PATH,
+    FailureKind,
+    StoreError,
+    check_file,
+    count_open,
+    default_path,
+    write_failure,
+)
+
 Durability = Literal["normal", "full"]
-
-
-class StoreError(RuntimeError):
-    """The store cannot be used as it is; the message names the file and what to do."""
-
-
-def default_path() -> Path:
-    """``$MIBYAN_DB``, else ``<jupyter data dir>/mibyan/sessions.sqlite3``."""
-    override = os.environ.get(ENV_PATH)
-    if override:
-        return Path(override).expanduser()
-    try:
-        from jupyter_core.paths import jupyter_data_dir
-
-        base = Path(jupyter_data_dir())
-    except ImportError:  # jupyter_core comes with ipykernel; keep working without it
-        base = Path.home() / ".local" / "share" / "jupyter"
-    return base / "mibyan" / "sessions.sqlite3"
+__all__ = [
+    "LATEST",
+    "Database",
+    "Durability",
+    "FailureKind",
+    "StoreError",
+    "default_path",
+    "migrations",
+    "write_failure",
+]
 
 
 def migrations() -> list[tuple[int, str, str]]:
@@ -68,22 +75,6 @@ def migrations() -> list[tuple[int, str, str]]:
 LATEST = len(migrations())
 
 
-def _check_file(path: Path) -> None:
-    """Refuse, without touching it, a file that is not a SQLite database."""
-    if not path.exists():
-        return
-    try:
-        with path.open("rb") as handle:
-            header = handle.read(16)
-    except OSError as error:
-        raise StoreError(f"cannot read the session database {path}: {error}") from None
-    if header and header != SQLITE_MAGIC:
-        raise StoreError(
-            f"{path} is not a SQLite database (or is corrupt); it was left untouched. "
-            f"Move it away, or point {ENV_PATH} at another file."
-        )
-
-
 class Database:
     """One connection (autocommit; explicit transactions) to the session store."""
 
@@ -97,7 +88,10 @@ class Database:
     ) -> None:
         self.path = Path(path).expanduser() if path is not None else default_path()
         self.lock_retry_seconds = lock_retry_seconds
-        _check_file(self.path)
+        self.busy_timeout = busy_timeout
+        self.lock = threading.RLock()
+        """Held for each transaction (see the module docstring)."""
+        check_file(self.path)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as error:
@@ -110,6 +104,8 @@ class Database:
             )
         except sqlite3.Error as error:
             raise StoreError(f"cannot open the session database {self.path}: {error}") from None
+        count_open(self.path, +1)
+        self._closed = False
         try:
             version = self._schema_version()
             if version > LATEST:
@@ -118,15 +114,32 @@ class Database:
                     f"this version knows up to {LATEST}). Upgrade the package, or point "
                     f"{ENV_PATH} at another file. The file was left untouched."
                 )
-            self.conn.execute("PRAGMA journal_mode=WAL")
+            self._retry_locked(lambda: self.conn.execute("PRAGMA journal_mode=WAL"))
             self.conn.execute(f"PRAGMA synchronous={'FULL' if durability == 'full' else 'NORMAL'}")
             self.conn.execute("PRAGMA foreign_keys=ON")
             self.conn.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
             if version < LATEST:
                 self._migrate()
         except BaseException:
-            self.conn.close()
+            self.close()
             raise
+
+    def _retry_locked(self, step: Callable[[], object]) -> None:
+        """Run ``step`` again while SQLite says the file is locked, up to the retry window:
+        switching a fresh file to WAL needs a moment with no other connection in it, and
+        SQLite answers "locked" at once instead of waiting (two kernels opening a new
+        file together, one of them migrating)."""
+        deadline = time.monotonic() + self.lock_retry_seconds
+        delay = 0.01
+        while True:
+            try:
+                step()
+                return
+            except sqlite3.OperationalError as error:
+                if "locked" not in str(error) or time.monotonic() >= deadline:
+                    raise write_failure(self.path, error) from None
+                time.sleep(delay)
+                delay = min(delay * 2, 0.5)
 
     def _schema_version(self) -> int:
         """``PRAGMA user_version``; reading it also proves the file is a usable database."""
@@ -155,14 +168,19 @@ class Database:
     def transaction(self) -> Iterator[sqlite3.Connection]:
         """``BEGIN IMMEDIATE`` ... ``COMMIT``; waits out other writers (busy timeout, then
         retries with backoff up to ``lock_retry_seconds``) so "database is locked" does
-        not reach the user; rolls back on error."""
-        self._begin()
-        try:
-            yield self.conn
-        except BaseException:
-            self._rollback()
-            raise
-        self._commit()
+        not reach the user; rolls back on error. A SQLite failure of the body (disk full,
+        read-only file, closed connection) is raised as a :func:`write_failure` line."""
+        with self.lock:
+            self._begin()
+            try:
+                yield self.conn
+            except (sqlite3.OperationalError, sqlite3.ProgrammingError) as error:
+                self._rollback()
+                raise write_failure(self.path, error) from error
+            except BaseException:
+                self._rollback()
+                raise
+            self._commit()
 
     def _rollback(self) -> None:
         """Undo the open transaction unless SQLite already has: after some errors (disk
@@ -179,13 +197,16 @@ class Database:
             try:
                 self.conn.execute("BEGIN IMMEDIATE")
                 return
+            except sqlite3.ProgrammingError as error:  # a closed connection
+                raise write_failure(self.path, error) from None
             except sqlite3.OperationalError as error:
                 if "locked" not in str(error) and "busy" not in str(error):
-                    raise StoreError(f"cannot write to {self.path}: {error}") from None
+                    raise write_failure(self.path, error) from None
                 if time.monotonic() >= deadline:
                     raise StoreError(
                         f"{self.path} stayed locked by another process for "
-                        f"{self.lock_retry_seconds:g} s; nothing was written"
+                        f"{self.lock_retry_seconds:g} s; nothing was written",
+                        kind="locked",
                     ) from None
                 time.sleep(delay)
                 delay = min(delay * 2, 0.5)
@@ -201,10 +222,13 @@ class Database:
                     "locked" not in str(error) and "busy" not in str(error)
                 ) or time.monotonic() >= deadline:
                     self._rollback()
-                    raise StoreError(f"cannot commit to {self.path}: {error}") from None
+                    raise write_failure(self.path, error) from None
                 time.sleep(0.05)
 
     def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            count_open(self.path, -1)
         self.conn.close()
 
     def __enter__(self) -> Database:

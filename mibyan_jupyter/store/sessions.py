@@ -33,7 +33,7 @@ from mibyan_jupyter.secrets import scrub_config
 from mibyan_jupyter.store import session_queries as queries
 from mibyan_jupyter.store.approval_rules import ApprovalRules
 from mibyan_jupyter.store.db import Database, StoreError
-from mibyan_jupyter.store.liveness import Liveness, ProcessLiveness, interrupt_dead_owners
+from mibyan_jupyter.store.liveness import LeaseLiveness, Liveness, interrupt_dead_owners
 from mibyan_jupyter.store.records import insert_session, new_id
 from mibyan_jupyter.store.session_queries import (
     MIN_PREFIX,
@@ -73,7 +73,7 @@ class SessionStore:
     ) -> None:
         self._owns = not isinstance(path, Database)
         self.db = path if isinstance(path, Database) else Database(path)
-        self.liveness: Liveness = liveness if liveness is not None else ProcessLiveness()
+        self.liveness: Liveness = liveness if liveness is not None else LeaseLiveness()
         self.approval_rules = ApprovalRules(self.db)
 
     def close(self) -> None:

@@ -13,11 +13,21 @@ any point loses at most the message being streamed (docs/architecture.md, "Decis
 * the session status: ``running`` from ``AgentStart``, ``idle`` with the end reason at
   ``AgentEnd``, when the run's messages are also added to the full-text index.
 
-A store failure (disk full, locked beyond the retry window, closed database) must never
-break the agent: it is logged once, kept in :attr:`StoreWriter.error`, and the writer
-stops writing. Stopping, rather than carrying on, keeps the stored transcript a gap-free
-prefix of the real one, which resume can always repair; a transcript with a hole in the
-middle (a tool result without its call) it could not.
+The writes run on a thread (:mod:`.lane`), never on the kernel's event loop: the writer is
+an async subscriber that awaits each write for up to ``patience`` seconds, so normally a
+message is durable before the next subscriber sees its event, and a lock held by another
+process or a slow disk never freezes the loop (docs/architecture.md, "Store"). Timestamps
+and the call's latency are taken when the event arrives, not when a delayed write lands.
+
+A store failure must never break the agent. A failure that may pass (locked, disk full,
+read-only) is logged once, kept in :attr:`StoreWriter.error`, and the writes from there on
+are kept in order and retried; once they are made the error is cleared. Keeping them in
+order, rather than skipping one, keeps the stored transcript a gap-free prefix of the real
+one, which resume can always repair; a transcript with a hole in the middle (a tool result
+without its call) it could not. A failure that does not pass (the database was closed,
+another kernel took the session's lease: see :mod:`.lease`) stops the writer for good.
+:meth:`StoreWriter.take_news` gives the cell one line when writing fails and one when it
+recovered.
 
 Only messages, usage, tool arguments and approval reasons are written, and the text of
 each goes through :data:`~mibyan_jupyter.secrets.REDACT` first: a key the model or a tool
@@ -26,11 +36,12 @@ echoes (into a command line, an error message) never reaches the file.
 
 from __future__ import annotations
 
-import json
+import asyncio
 import logging
 import sqlite3
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from concurrent.futures import Future
 from typing import assert_never
 
 from mibyan_jupyter.core.events import (
@@ -49,54 +60,49 @@ from mibyan_jupyter.core.events import (
     TurnEnd,
     TurnStart,
 )
-from mibyan_jupyter.core.messages import AssistantMessage, content_text
+from mibyan_jupyter.core.messages import AssistantMessage, Usage
 from mibyan_jupyter.core.notices import CompactionNotice, FallbackNotice, RetryNotice
-from mibyan_jupyter.core.tools import CANCELLED
-from mibyan_jupyter.secrets import REDACT
+from mibyan_jupyter.store import writer_ops as ops
 from mibyan_jupyter.store.db import Database, StoreError
-from mibyan_jupyter.store.records import index_pending, insert_message, update_status
+from mibyan_jupyter.store.lane import RETRY_S, Op, Reports, WriteLane
+from mibyan_jupyter.store.records import index_pending
+from mibyan_jupyter.store.writer_ops import ModelCall, provider_label
 
 _log = logging.getLogger(__name__)
 
-
-def provider_label(model: str | None) -> str | None:
-    """``openai`` for ``openai:gpt-4.1-mini``; ``None`` for a bare name (the provider was
-    guessed or given by URL, and the store does not import the providers to resolve it)."""
-    if model and ":" in model:
-        return model.partition(":")[0] or None
-    return None
-
-
-@dataclass
-class _ModelCall:
-    """What the ledger needs about the model call in progress.
-
-    A call starts when the loop is about to send the request: at ``TurnStart`` and after
-    each message added before the call (prompts, steering). ``MessageStart`` is no good
-    as the start: it is emitted at the first streamed delta, after the time to first
-    token and after any retries, so latency and retry counts would miss both.
-    """
-
-    started: float = field(default_factory=time.perf_counter)
-    retries: int = 0
-    fallback_from: str | None = None
-    fallback_to: str | None = None
+PATIENCE_S = 0.5
+"""How long a run waits for one write before it goes on and the write is kept for later."""
+Fence = Callable[[sqlite3.Connection], None]
+"""Runs first in every write transaction; raises to refuse it (see :meth:`.lease.Lease.fence`)."""
 
 
 class StoreWriter:
-    """A sync event subscriber that records one session. The session row must exist
+    """An async event subscriber that records one session. The session row must exist
     (create it with :func:`~mibyan_jupyter.store.records.insert_session`); the constructor
     raises :class:`StoreError` when it cannot be read, and after that nothing raises.
 
     ``model`` is the model string the agent was configured with (``provider:model``), for
     the ledger's provider column; it defaults to the session row's model, because the
-    reply's own ``model`` is the provider's bare model id.
+    reply's own ``model`` is the provider's bare model id. ``fence`` guards every write
+    (the session's lease; :meth:`hold` sets it later); ``retry``: the pauses between
+    attempts of a failing write.
     """
 
-    def __init__(self, db: Database, session_id: str, *, model: str | None = None) -> None:
+    def __init__(
+        self,
+        db: Database,
+        session_id: str,
+        *,
+        model: str | None = None,
+        fence: Fence | None = None,
+        patience: float = PATIENCE_S,
+        retry: tuple[float, ...] = RETRY_S,
+    ) -> None:
         try:
             row = db.conn.execute(
-                "SELECT model FROM sessions WHERE id = ?", (session_id,)
+                "SELECT model, (SELECT count(*) FROM messages WHERE session_id = ?)"
+                " FROM sessions WHERE id = ?",
+                (session_id, session_id),
             ).fetchone()
         except sqlite3.Error as error:
             raise StoreError(
@@ -108,190 +114,182 @@ class StoreWriter:
         self.db = db
         self.session_id = session_id
         self.model: str | None = model if model is not None else row[0]
-        self.error: StoreError | None = None
-        """The first store failure; once set, nothing more is written."""
+        self.fence: Fence | None = fence
+        self.patience = patience
         self.last_seq: int | None = None
         """The sequence number of the last message written (durable when this is set)."""
-        self._call = _ModelCall()
+        self.stored_messages: int = int(row[1])
+        """How many messages the session has in the store, as far as this writer knows:
+        those it found, plus those it wrote (another writer's would make it stale)."""
+        self._call = ModelCall()
         self._arguments: dict[str, str] = {}
         self._awaiting: set[str] = set()
-
-    def __call__(self, event: AgentEvent) -> None:
-        if self.error is not None:
-            return
-        try:
-            self._handle(event)
-        except Exception as error:  # the agent must keep running whatever the store does
-            self._fail(event, error)
-
-    def _fail(self, event: AgentEvent, error: Exception) -> None:
-        if isinstance(error, StoreError):
-            self.error = error
-        else:
-            self.error = StoreError(
-                f"cannot write session {self.session_id} to {self.db.path}: "
-                f"{type(error).__name__}: {error}"
-            )
-            self.error.__cause__ = error
-        _log.error(
-            "the session store stopped recording session %s (at %s): %s",
-            self.session_id,
-            event.type,
-            self.error,
+        self._reports = Reports(session_id, _log)
+        self._lane = WriteLane(
+            db,
+            on_fail=self._reports.failed,
+            on_recover=self._reports.recovered,
+            on_stop=self._reports.stopped,
+            retry=retry,
         )
 
-    def _handle(self, event: AgentEvent) -> None:
+    @property
+    def error(self) -> StoreError | None:
+        """The store failure in effect: set when a write fails (or waits longer than
+        ``patience``), cleared once the writes kept since are made; after a failure that
+        does not pass (closed database, lost lease) it stays and nothing more is written."""
+        return self._lane.stopped or self._lane.failing
+
+    @property
+    def stopped(self) -> StoreError | None:
+        """The failure that stopped this writer for good, if any."""
+        return self._lane.stopped
+
+    def hold(self, fence: Fence) -> None:
+        """Guard every write from now on with ``fence`` (the session's lease)."""
+        self.fence = fence
+
+    async def __call__(self, event: AgentEvent) -> None:
+        if self._lane.stopped is not None:
+            return
+        try:
+            op = self._handle(event)
+        except Exception as error:  # a bug here must not break the run either
+            _log.exception("the store writer could not handle %s: %s", event.type, error)
+            return
+        if op is None:
+            return
+        healthy = self._lane.failing is None
+        first = self._lane.submit(self._guarded(op))
+        if healthy:
+            await self._wait(first)
+
+    async def _wait(self, first: Future[StoreError | None]) -> None:
+        """Wait for the write, up to ``patience``: the loop runs meanwhile (clicks,
+        interrupts, the view), only this run's next event waits."""
+        waiter = asyncio.wrap_future(first)
+        done, _ = await asyncio.wait({waiter}, timeout=self.patience)
+        if not done:
+            self._lane.stall(
+                StoreError(
+                    f"{self.db.path} is locked by another process or busy: a write of session"
+                    f" {self.session_id[:8]} waited more than {self.patience:g} s; the run"
+                    " goes on and the writes are kept until they can be made",
+                    kind="locked",
+                )
+            )
+
+    def _guarded(self, op: Op) -> Op:
+        def run(conn: sqlite3.Connection) -> Callable[[], None] | None:
+            if self.fence is not None:
+                self.fence(conn)
+            return op(conn)
+
+        return run
+
+    def drain(self, timeout: float | None = None) -> bool:
+        """Wait (blocking) until every write is made or the writer stopped; whether it was."""
+        return self._lane.drain(timeout)
+
+    def close(self) -> None:
+        """Write nothing more (what is still kept is dropped)."""
+        self._lane.close()
+
+    def take_news(self) -> list[str]:
+        """Lines for the user since the last call: writing failed, recovered, stopped."""
+        return self._reports.take()
+
+    def _handle(self, event: AgentEvent) -> Op | None:
+        """Bookkeeping for ``event`` now, and the write it needs (``None``: none)."""
         match event:
             case AgentStart():
-                self._call = _ModelCall()
+                self._call = ModelCall()
                 self._awaiting.clear()
-                self._status("running")
+                return ops.status(self.session_id, "running")
             case TurnStart() | CompactionNotice():
-                self._call = _ModelCall()
+                self._call = ModelCall()
             case MessageEnd(message=AssistantMessage() as message):
-                self._assistant_message(message)
+                return self._assistant_message(message)
             case MessageEnd(message=message):
-                with self.db.transaction() as conn:
-                    self.last_seq = insert_message(conn, self.session_id, message)
-                self._call = _ModelCall()
+                self._call = ModelCall()
+                return ops.message(self.session_id, message, self._inserted)
             case ToolExecutionStart():
-                self._tool_started(event)
+                arguments = self._arguments.get(event.call_id)
+                return ops.tool_started(self.session_id, event, arguments)
             case ApprovalRequested():
-                self._approval_requested(event)
+                self._awaiting.add(event.call_id)
+                return ops.approval_requested(self.session_id, event.call_id)
             case ApprovalResolved():
-                self._approval_resolved(event)
+                return self._approval_resolved(event)
             case ToolExecutionEnd():
-                self._tool_ended(event)
+                return ops.tool_ended(self.session_id, event)
             case AgentEnd():
                 self._awaiting.clear()
-                self._status("idle", end_reason=event.reason)
+                status = ops.status(self.session_id, "idle", end_reason=event.reason)
                 # The full-text index is caught up in one batch per run, not per message
                 # (that doubled the cost of a durable append; see the migration).
-                index_pending(self.db)
+                self._lane.submit_call(lambda: index_pending(self.db))
+                return status
             case RetryNotice():
+                op = self._billed(event.usage, event.model)
                 self._call.retries += 1
+                return op
             case FallbackNotice():
+                op = self._billed(event.usage, event.from_model)
                 self._call.fallback_from = self._call.fallback_from or event.from_model
                 self._call.fallback_to = event.to_model
+                return op
             case MessageStart() | MessageUpdate() | ToolExecutionUpdate() | TurnEnd():
                 pass
             case BudgetUpdated():
                 pass
             case _:
                 assert_never(event)
+        return None
 
-    # -- messages and usage ---------------------------------------------------------------
-
-    def _assistant_message(self, message: AssistantMessage) -> None:
-        """The message and its ledger row land together: a usage row never points at a
-        message that is not there, and one commit serves both."""
-        call, now = self._call, time.time()
-        latency_ms = (time.perf_counter() - call.started) * 1000.0
-        requested = call.fallback_to or self.model or message.model
-        usage = message.usage
-        with self.db.transaction() as conn:
-            seq = insert_message(conn, self.session_id, message)
-            conn.execute(
-                "INSERT INTO usage_ledger (session_id, message_seq, model, provider, api,"
-                " input_tokens, output_tokens, cache_read, cache_write, reasoning, cost,"
-                " latency_ms, retries, fallback_from, created_at)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (
-                    self.session_id,
-                    seq,
-                    message.model or requested,
-                    provider_label(requested),
-                    message.api,
-                    usage.input,
-                    usage.output,
-                    usage.cache_read,
-                    usage.cache_write,
-                    usage.reasoning,
-                    usage.cost,
-                    latency_ms,
-                    call.retries,
-                    call.fallback_from,
-                    now,
-                ),
-            )
+    def _inserted(self, seq: int) -> None:
+        """A message is written (on the lane's thread, once committed)."""
         self.last_seq = seq
+        self.stored_messages += 1
+
+    # -- the writes (what each one writes: .writer_ops) ----------------------------------
+
+    def _assistant_message(self, message: AssistantMessage) -> Op:
+        call = self._call
+        requested = call.fallback_to or self.model or message.model
+        op = ops.assistant(
+            self.session_id,
+            message,
+            self._inserted,
+            requested=requested,
+            provider=provider_label(requested),
+            latency_ms=(time.perf_counter() - call.started) * 1000.0,
+            retries=call.retries,
+            fallback_from=call.fallback_from,
+        )
         self._arguments = {c.id: c.function.arguments for c in message.tool_calls}
-        self._call = _ModelCall()
+        self._call = ModelCall()
+        return op
 
-    # -- tool calls and approvals -----------------------------------------------------------
+    def _billed(self, usage: Usage | None, model: str | None) -> Op | None:
+        """The ledger row of an attempt its notice says was billed (``None``: nothing
+        known was used)."""
+        if usage is None:
+            return None
+        call = self._call
+        requested = call.fallback_to or self.model
+        return ops.attempt(
+            self.session_id,
+            usage,
+            model=model or requested,
+            provider=provider_label(requested),
+            latency_ms=(time.perf_counter() - call.started) * 1000.0,
+            retries=call.retries,
+            fallback_from=call.fallback_from,
+        )
 
-    def _tool_started(self, event: ToolExecutionStart) -> None:
-        """One row per call. The arguments are the model's own text (from the assistant
-        message that asked), else the parsed arguments as JSON. A call id seen before in
-        this session (some local servers number calls per reply) replaces the old row
-        rather than failing the store."""
-        arguments = self._arguments.get(event.call_id)
-        if arguments is None:
-            arguments = (
-                event.args if isinstance(event.args, str) else json.dumps(event.args, default=str)
-            )
-        arguments = REDACT(arguments)  # a model may echo a key into a command line
-        with self.db.transaction() as conn:
-            conn.execute(
-                "INSERT INTO tool_calls (session_id, call_id, name, arguments, status, started_at)"
-                " VALUES (?,?,?,?,'running',?)"
-                " ON CONFLICT (session_id, call_id) DO UPDATE SET name = excluded.name,"
-                " arguments = excluded.arguments, status = 'running', decision = NULL,"
-                " scope = NULL, decided_by = NULL, reason = NULL, requested_at = NULL,"
-                " decided_at = NULL, started_at = excluded.started_at, finished_at = NULL",
-                (self.session_id, event.call_id, event.name, arguments, time.time()),
-            )
-
-    def _approval_requested(self, event: ApprovalRequested) -> None:
-        """Written as it is asked, with the session's status, in one transaction: after a
-        crash there is no doubt about what was pending."""
-        self._awaiting.add(event.call_id)
-        with self.db.transaction() as conn:
-            conn.execute(
-                "UPDATE tool_calls SET status = 'awaiting_approval', requested_at = ?"
-                " WHERE session_id = ? AND call_id = ?",
-                (time.time(), self.session_id, event.call_id),
-            )
-            update_status(conn, self.session_id, "awaiting_approval")
-
-    def _approval_resolved(self, event: ApprovalResolved) -> None:
-        """``decided_by`` is ``user`` for a click, else policy / timeout / abort / error. A
-        denied call never runs (its result will be an error), so it is marked so at once."""
+    def _approval_resolved(self, event: ApprovalResolved) -> Op:
         was_awaiting = event.call_id in self._awaiting
         self._awaiting.discard(event.call_id)
-        with self.db.transaction() as conn:
-            conn.execute(
-                "UPDATE tool_calls SET decision = ?, scope = ?, decided_by = ?,"
-                " reason = ?, decided_at = ?, status = ?"
-                " WHERE session_id = ? AND call_id = ?",
-                (
-                    "approved" if event.approved else "denied",
-                    event.scope,
-                    event.decided_by,
-                    None if event.reason is None else REDACT(event.reason),
-                    time.time(),
-                    "running" if event.approved else "error",
-                    self.session_id,
-                    event.call_id,
-                ),
-            )
-            if was_awaiting and not self._awaiting:
-                update_status(conn, self.session_id, "running")
-
-    def _tool_ended(self, event: ToolExecutionEnd) -> None:
-        if content_text(event.result.content) == CANCELLED:
-            status = "cancelled"
-        else:
-            status = "error" if event.is_error else "done"
-        with self.db.transaction() as conn:
-            conn.execute(
-                "UPDATE tool_calls SET status = ?, finished_at = ?"
-                " WHERE session_id = ? AND call_id = ?",
-                (status, time.time(), self.session_id, event.call_id),
-            )
-
-    # -- session status ---------------------------------------------------------------------
-
-    def _status(self, status: str, *, end_reason: str | None = None) -> None:
-        with self.db.transaction() as conn:
-            update_status(conn, self.session_id, status, end_reason=end_reason)
+        last = was_awaiting and not self._awaiting
+        return ops.approval_resolved(self.session_id, event, last_pending=last)

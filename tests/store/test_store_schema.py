@@ -147,7 +147,9 @@ EXPECTED_SCHEMA = [
         "    updated_at    REAL NOT NULL,\n"
         "    ended_at      REAL,\n"
         "    end_reason    TEXT\n"
-        ") STRICT",
+        # Migration 0002 (the lease) added these: SQLite appends added columns this way.
+        ", lease_token TEXT, lease_pid INTEGER, lease_host TEXT, lease_heartbeat_at REAL)"
+        " STRICT",
     ),
     (
         "index",

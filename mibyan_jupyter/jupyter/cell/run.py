@@ -16,14 +16,20 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from mibyan_jupyter.jupyter.cell.approver import approval_gate
-from mibyan_jupyter.jupyter.cell.plan import CellPlan, configure_agent, plan_cell
+from mibyan_jupyter.jupyter.cell.options import CellOptions, parse_cell_line
+from mibyan_jupyter.jupyter.cell.plan import (
+    CellPlan,
+    configure_agent,
+    plan_from_options,
+    session_config,
+)
 from mibyan_jupyter.jupyter.cell.queued import (
     QueueMode,
     already_delivered,
     give_to_running,
     undeliver_leftovers,
 )
-from mibyan_jupyter.jupyter.cell.sessions import open_session
+from mibyan_jupyter.jupyter.cell.sessions import claim_session, open_session, user_facing
 from mibyan_jupyter.jupyter.kernel_tools import risk_note
 from mibyan_jupyter.jupyter.state import (
     ActiveRun,
@@ -34,9 +40,12 @@ from mibyan_jupyter.jupyter.state import (
 )
 from mibyan_jupyter.jupyter.view import AgentView, ViewHeader
 from mibyan_jupyter.secrets import REDACT
+from mibyan_jupyter.store.records import record_settings
+from mibyan_jupyter.store.resume import take_repair_report
 
 if TYPE_CHECKING:
     from mibyan_jupyter.core.agent import Agent
+    from mibyan_jupyter.store.session_queries import SessionInfo
 
 WAKE_S = 0.2
 """The kernel's loop wakes at least this often during a run, so Kernel > Interrupt is
@@ -57,8 +66,17 @@ async def run_cell(prompt: str, line: str = "", *, headless: bool = False) -> No
     state = kernel_state()
     if already_delivered(state, prompt):
         return
-    plan = plan_cell(prompt, line, state.defaults, headless=headless)
-    handle = open_session(state, plan, notebook_path())
+    notebook = notebook_path()
+    options = parse_cell_line(line, state.defaults)
+    continued = session_to_continue(state, options, notebook)
+    settings = continued.settings if continued is not None else None
+    plan = plan_from_options(prompt, options, state.defaults, headless=headless, session=settings)
+    handle = open_session(state, plan, notebook)
+    if continued is None:  # a new session records what it runs with, for its resumes
+        record_settings(state.store().db, handle.session_id, session_config(plan))
+    report = take_repair_report(handle.agent)
+    if report:
+        print("\n".join(f"mibyan: repaired on load: {text}" for text in report.lines()))
     running = state.running(handle.session_id)
     if running is not None:  # the agent of this session is busy (another thread's run)
         mode: QueueMode = "follow_up" if plan.options.after else "steer"
@@ -68,6 +86,28 @@ async def run_cell(prompt: str, line: str = "", *, headless: bool = False) -> No
     view = new_view(handle, plan, prompt)
     view.display()
     await drive(state, handle, view, prompt, plan)
+
+
+def session_to_continue(
+    state: KernelState, options: CellOptions, notebook: str | None
+) -> SessionInfo | None:
+    """The stored session this cell will continue (``None``: it starts a new one), read
+    before the plan so the plan can take the session's model and settings."""
+    from mibyan_jupyter.store.db import StoreError
+    from mibyan_jupyter.store.session_queries import by_id
+
+    target = options.session
+    try:
+        if target is None:
+            current = state.current_session(notebook)
+            if current is None or state.session(current) is None:
+                return None
+            return by_id(state.store().db, current)  # this kernel's: no sweep needed
+        if target == "new":
+            return None
+        return state.store().resolve(target)  # None: no session yet (open_session says so)
+    except StoreError as error:
+        raise user_facing(error) from None
 
 
 def new_view(handle: SessionHandle, plan: CellPlan, prompt: str) -> AgentView:
@@ -88,11 +128,55 @@ def new_view(handle: SessionHandle, plan: CellPlan, prompt: str) -> AgentView:
 async def drive(
     state: KernelState, handle: SessionHandle, view: AgentView, prompt: str, plan: CellPlan
 ) -> None:
+    """Make this kernel the session's one writer (asking on the view when another kernel
+    holds it), then run the prompt with the view subscribed; always finish the view."""
+    claimed = await _claim(state, handle, view, plan)
+    if claimed is not None:
+        await _run(state, claimed, view, prompt, plan)
+
+
+async def _claim(
+    state: KernelState, handle: SessionHandle, view: AgentView, plan: CellPlan
+) -> SessionHandle | None:
+    """The handle to run with (``None``: the user cancelled, the view is finished). What
+    happened to the session (a fork, a take-over, the store recovering between cells) is
+    said in one line each."""
+    from mibyan_jupyter.store.db import StoreError
+
+    try:
+        claim = await claim_session(state, handle, view, plan)
+    except StoreError as error:
+        view.finish([], status="error")
+        raise user_facing(error) from None
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        _uncancel()
+        view.finish([], status="interrupted")
+        raise AgentInterrupted("interrupted (Kernel > Interrupt) before the run began") from None
+    _tell(view, claim.lines)
+    if claim.handle is None:
+        view.finish([], status="cancelled")
+        return None
+    _tell(view, claim.handle.writer.take_news())
+    return claim.handle
+
+
+def _tell(view: AgentView, lines: list[str]) -> None:
+    """One line per thing the user must know about the session's store: in the cell's
+    output (it stays in the saved notebook) and on the live view."""
+    for line in lines:
+        print(f"mibyan: {line}", file=sys.stderr)
+        view.show_notice(line, level="warning")
+
+
+async def _run(
+    state: KernelState, handle: SessionHandle, view: AgentView, prompt: str, plan: CellPlan
+) -> None:
     """Run the prompt with the view subscribed; always finish the view and the run record."""
     loop = asyncio.get_running_loop()
-    agent = handle.agent
+    agent, writer = handle.agent, handle.writer
     configure_agent(agent, plan, approval_gate(plan, handle.policy, view, loop))
     stopped = False
+    told = 0
 
     def stop() -> None:
         nonlocal stopped
@@ -102,8 +186,14 @@ async def drive(
     def stop_elsewhere() -> None:  # the view's callback: any thread
         loop.call_soon_threadsafe(stop)
 
+    def store_news(_event: object) -> None:  # the writer failed, recovered, lost the lease
+        nonlocal told
+        news = writer.take_news()
+        told += len(news)
+        _tell(view, news)
+
     view.on_stop(stop_elsewhere)
-    unsubscribe = agent.subscribe(view)
+    unsubscribe = [agent.subscribe(view), agent.subscribe(store_news)]
     before = len(agent.state.messages)
     task = loop.create_task(agent.prompt(prompt))
     state.begin_run(
@@ -113,19 +203,29 @@ async def drive(
     try:
         interrupted = await _await_run(task, agent)
     finally:
-        unsubscribe()
+        for undo in unsubscribe:
+            undo()
         state.end_run(handle.session_id)
         try:
             undeliver_leftovers(state, handle)
         finally:
-            if handle.writer.error is not None:
-                print(f"mibyan: the session store failed: {handle.writer.error}", file=sys.stderr)
+            store_news(None)
+            if writer.error is not None and not told:
+                _tell(view, [f"the session store failed: {writer.error}"])
             status = _status(agent.state.last_end_reason, stopped=stopped, interrupted=interrupted)
             view.finish(agent.state.messages[before:], status=status)
     if interrupted:
         raise AgentInterrupted(
             "the run was interrupted (Kernel > Interrupt); the conversation so far is saved"
         )
+
+
+def _uncancel() -> None:
+    """Forget a cancellation this task took (Kernel > Interrupt): the cell ends normally."""
+    current = asyncio.current_task()
+    if current is not None:
+        while current.cancelling():
+            current.uncancel()
 
 
 async def _await_run(task: asyncio.Task[Any], agent: Agent) -> bool:

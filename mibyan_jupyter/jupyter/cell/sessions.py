@@ -4,21 +4,41 @@ and "for this session" approvals hold until the kernel goes.
 
 Store problems (a corrupt, locked or newer database) become one-line errors that name the
 file and the fix, raised before anything is sent to a model.
+
+Before a cell's run writes anything, :func:`claim_session` makes this kernel the session's
+one writer (its lease; docs/architecture.md, "Store"). When another kernel holds it, the
+cell asks on its view (:func:`~mibyan_jupyter.jupyter.view.ask.ask`): running a turn, the
+choice is fork or cancel; idle, also take over. Without a front end the answer is fork
+(the conversation goes on, and neither kernel's session is touched).
 """
 
 from __future__ import annotations
 
+import asyncio
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from mibyan_jupyter.jupyter.cell.options import AgentUsageError
 from mibyan_jupyter.jupyter.state import KernelState, SessionHandle
+from mibyan_jupyter.jupyter.view.ask import Choice, ask
 from mibyan_jupyter.secrets import REDACT
 
 if TYPE_CHECKING:
     from mibyan_jupyter.core.agent import Agent
+    from mibyan_jupyter.core.approval import ApprovalPolicy
     from mibyan_jupyter.core.stream import StreamFn
     from mibyan_jupyter.jupyter.cell.plan import CellPlan
+    from mibyan_jupyter.jupyter.view import AgentView
+    from mibyan_jupyter.store.lease import Holder, Lease
     from mibyan_jupyter.store.session_queries import SessionInfo
+
+FORK = Choice("fork", "Fork and continue here", "A new session with this one's messages so far")
+TAKE_OVER = Choice(
+    "take_over", "Take it over", "The other kernel stops writing to it at its next write"
+)
+CANCEL = Choice("cancel", "Cancel", "Run nothing")
+HEADLESS_CHOICE = FORK.value
+"""What a cell does with a session another kernel holds when nobody can click."""
 
 
 class AgentStoreError(Exception):
@@ -96,12 +116,128 @@ def resume_session(
     return handle
 
 
-def _keep(state: KernelState, info: SessionInfo, agent: Agent) -> SessionHandle:
+def _keep(
+    state: KernelState, info: SessionInfo, agent: Agent, policy: ApprovalPolicy | None = None
+) -> SessionHandle:
     """Record the agent into its session and remember it for this kernel."""
     from mibyan_jupyter.store.session_api import approval_policy, attach
 
     store = state.store()
     writer = attach(agent, store, info)
-    handle = SessionHandle(info.id, agent, writer, approval_policy(store), info.title)
+    policy = policy if policy is not None else approval_policy(store)
+    handle = SessionHandle(info.id, agent, writer, policy, info.title)
     state.keep(handle)
     return handle
+
+
+# -- one writer per session ------------------------------------------------------------------
+
+
+@dataclass
+class Claim:
+    """The session a cell's run writes (``None``: the user cancelled), and what to tell."""
+
+    handle: SessionHandle | None
+    lines: list[str] = field(default_factory=list)
+
+
+async def claim_session(
+    state: KernelState, handle: SessionHandle, view: AgentView, plan: CellPlan
+) -> Claim:
+    """Hold the lease of the handle's session, asking the user when another kernel has
+    it; the handle to run with (the same, one reloaded from the store, or a fork's)."""
+    from mibyan_jupyter.store.lease import Lease
+
+    keeper, claim = state.leases(), Claim(handle)
+    take_over = False
+    for _ in range(3):  # the holder may start a turn between the question and the answer
+        got = await asyncio.to_thread(keeper.acquire, handle.session_id, take_over=take_over)
+        if isinstance(got, Lease):
+            claim.handle = await _bind(state, handle, got, plan, claim.lines)
+            return claim
+        answer = await ask(
+            view,
+            _question(got, lost=keeper.lease(handle.session_id) is not None),
+            [FORK, CANCEL] if got.busy else [FORK, TAKE_OVER, CANCEL],
+            default=HEADLESS_CHOICE,
+            headless=plan.headless,
+            headless_wait=plan.headless_wait,
+        )
+        if answer.value == CANCEL.value:
+            claim.handle = None
+            claim.lines.append(f"cancelled: session {handle.session_id[:8]} is in use elsewhere")
+            return claim
+        if answer.value == FORK.value:
+            claim.handle = await _fork(state, handle, view, plan, claim.lines)
+            return claim
+        take_over = True
+    raise AgentUsageError(f"session {handle.session_id[:8]} stayed busy in another kernel")
+
+
+def _question(holder: Holder, *, lost: bool) -> str:
+    who = holder.describe()
+    head = f"Session {holder.session_id[:8]} "
+    if lost:
+        head += "was taken over by another kernel: "
+    if holder.busy:
+        return head + f"{who} is running a turn in it now. Continue in a fork of it?"
+    return head + (
+        f"is open in another kernel ({who}, idle). Two kernels writing one session would"
+        " interleave it: fork it, or take it over?"
+    )
+
+
+async def _bind(
+    state: KernelState, handle: SessionHandle, lease: Lease, plan: CellPlan, lines: list[str]
+) -> SessionHandle:
+    """Guard the handle's writes with ``lease``. A handle whose agent may be stale (its
+    writer held an older lease, or the stored messages are not the ones it wrote) is
+    replaced by one loaded from the store, so this kernel continues what is stored."""
+    writer = handle.writer
+    if writer.fence == lease.fence and writer.stopped is None:
+        return handle
+    short = handle.session_id[:8]
+    if lease.taken_from is not None:
+        lines.append(f"took over session {short} from {lease.taken_from.describe()}")
+    fresh = writer.fence is None and writer.stopped is None
+    if fresh and writer.stored_messages == lease.stored_messages:
+        writer.hold(lease.fence)
+        return handle
+    writer.close()  # what it still kept belongs to a conversation another kernel went on with
+    from mibyan_jupyter.store.resume import resume_agent
+
+    store = state.store()
+    info = await asyncio.to_thread(store.get, handle.session_id)
+    agent, info = await asyncio.to_thread(resume_agent, store, info, stream_fn=plan.stream_fn)
+    reloaded = _keep(state, info, agent, handle.policy)
+    reloaded.writer.hold(lease.fence)
+    lines.append(
+        f"session {short} was written by another kernel since this one used it: continuing"
+        f" from the stored conversation ({lease.stored_messages} messages)"
+    )
+    return reloaded
+
+
+async def _fork(
+    state: KernelState, handle: SessionHandle, view: AgentView, plan: CellPlan, lines: list[str]
+) -> SessionHandle:
+    """A fork of the handle's session (its stored messages), leased to this kernel and
+    made the notebook's current session; the view's header names it."""
+    from mibyan_jupyter.jupyter.state import notebook_path
+    from mibyan_jupyter.store.lease import Lease
+    from mibyan_jupyter.store.resume import resume_agent
+
+    store = state.store()
+    child = await asyncio.to_thread(store.fork, handle.session_id)
+    agent, child = await asyncio.to_thread(resume_agent, store, child, stream_fn=plan.stream_fn)
+    forked = _keep(state, child, agent)
+    lease = await asyncio.to_thread(state.leases().acquire, child.id)
+    assert isinstance(lease, Lease)  # a session made just now has no other holder
+    forked.writer.hold(lease.fence)
+    state.make_current(notebook_path(), child.id)
+    view.set_session(child.id)
+    lines.append(
+        f"continuing in a fork of session {handle.session_id[:8]}: new session {child.id[:8]}"
+        f" (%agent resume {child.id[:8]})"
+    )
+    return forked

@@ -16,6 +16,7 @@ Without IPython at all (plain Python) nothing is displayed and nothing fails.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -28,6 +29,10 @@ from mibyan_jupyter.export.render import SessionMeta
 from mibyan_jupyter.export.transcript import render_transcript
 from mibyan_jupyter.jupyter.view.header import ViewHeader
 from mibyan_jupyter.jupyter.view.ops import (
+    AnsweredBy,
+    AnsweredOp,
+    AskChoice,
+    AskOp,
     HeaderOp,
     NoticeLevel,
     NoticeOp,
@@ -61,11 +66,18 @@ class AgentView:
         self._on_decision: list[Callable[[str, Decision], None]] = []
         self._on_stop: list[Callable[[], None]] = []
         self._on_rendered: list[Callable[[], None]] = []
+        self._on_answer: list[Callable[[str, str], None]] = []
+        self._asks: dict[str, frozenset[str]] = {}
+        """Ask cards still waiting: id -> the values a click may send."""
         self._answered: set[str] = set()
         self._lock = threading.Lock()
         self._rendered = False
         self._handle: Any = None
         self._finished = False
+        self._send_header(now=False)
+
+    def _send_header(self, *, now: bool) -> None:
+        header = self._header
         self._outbox.add(
             HeaderOp(
                 op="header",
@@ -74,8 +86,15 @@ class AgentView:
                 model=header.model,
                 demo=header.demo,
             ),
-            now=False,
+            now=now,
         )
+
+    def set_session(self, session_id: str) -> None:
+        """The cell goes on in another session (a fork): the header and the final
+        transcript name it."""
+        self._header = dataclasses.replace(self._header, session_id=session_id)
+        if not self._finished:
+            self._send_header(now=True)
 
     # -- the API the cell's run uses --------------------------------------------------------
 
@@ -118,6 +137,29 @@ class AgentView:
         if not self._finished:
             self._outbox.add(NoticeOp(op="notice", level=level, kind="note", text=text))
 
+    # -- ask cards (the awaitable question is .ask.ask) ------------------------------------
+
+    def show_ask(
+        self, ident: str, question: str, choices: Sequence[AskChoice], default: str
+    ) -> None:
+        """Show an ask card; a click on it reaches the :meth:`on_answer` callbacks once."""
+        with self._lock:
+            self._asks[ident] = frozenset(choice["value"] for choice in choices)
+        if not self._finished:
+            self._outbox.add(
+                AskOp(op="ask", id=ident, question=question, choices=list(choices), default=default)
+            )
+
+    def show_answered(self, ident: str, choice: str, label: str, by: AnsweredBy) -> None:
+        with self._lock:
+            self._asks.pop(ident, None)
+        if not self._finished:
+            self._outbox.add(AnsweredOp(op="answered", id=ident, choice=choice, label=label, by=by))
+
+    def on_answer(self, callback: Callable[[str, str], None]) -> None:
+        """``callback(ask_id, value)`` for a click on a waiting ask card (any thread)."""
+        self._on_answer.append(callback)
+
     def finish(self, messages: Sequence[Message], *, status: str) -> None:
         """Flush, replace the live display by the static transcript of ``messages``, close
         the widget. Idempotent."""
@@ -150,6 +192,19 @@ class AgentView:
         elif kind == "stop":
             for callback in list(self._on_stop):
                 _safely(callback)
+        elif kind == "answer":
+            self._answer(content.get("ask_id"), content.get("choice"))
+
+    def _answer(self, ident: object, choice: object) -> None:
+        """A click on an ask card: only a waiting card's own values, and only once."""
+        if not isinstance(ident, str) or not isinstance(choice, str):
+            return
+        with self._lock:
+            if choice not in self._asks.get(ident, frozenset()):
+                return  # a stale card, a second click, or a value the card never offered
+            del self._asks[ident]
+        for callback in list(self._on_answer):
+            _safely(callback, ident, choice)
 
     def _front_end_rendered(self, next_seq: object) -> None:
         self._outbox.replay(next_seq if isinstance(next_seq, int) else 0)

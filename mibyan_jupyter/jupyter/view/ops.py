@@ -34,6 +34,8 @@ NoticeKind: TypeAlias = Literal[
 BarName: TypeAlias = Literal["turns", "total_tokens", "cost", "context"]
 QueueMode: TypeAlias = Literal["steer", "follow_up"]
 Scope: TypeAlias = Literal["once", "session", "always"]
+AnsweredBy: TypeAlias = Literal["user", "default"]
+"""Who answered an ask card: a click, or the documented default (no front end)."""
 
 
 class HeaderOp(TypedDict):
@@ -136,6 +138,38 @@ class DecidedOp(TypedDict):
     outcome: str
 
 
+class AskChoice(TypedDict):
+    """One answer of an ask card: ``value`` comes back, ``label`` is the button."""
+
+    value: str
+    label: str
+    detail: str
+    """What choosing it does, in a sentence ("" for none)."""
+
+
+class AskOp(TypedDict):
+    """A question with choices (the ask card, :mod:`.ask`): the approval card's general
+    form, for whatever the kernel must ask the user (take a session over, compact, go on
+    past a budget)."""
+
+    op: Literal["ask"]
+    id: str
+    question: str
+    choices: list[AskChoice]
+    default: str
+    """The value chosen when no front end can click (said on the card)."""
+
+
+class AnsweredOp(TypedDict):
+    """The ask card ``id`` was answered: its buttons are disabled, the outcome shown."""
+
+    op: Literal["answered"]
+    id: str
+    choice: str
+    label: str
+    by: AnsweredBy
+
+
 class BarOp(TypedDict):
     op: Literal["bar"]
     name: BarName
@@ -172,6 +206,8 @@ StructuralOp: TypeAlias = (
     | ResultOp
     | ApprovalOp
     | DecidedOp
+    | AskOp
+    | AnsweredOp
     | BarOp
     | NoticeOp
     | QueuedOp
@@ -205,7 +241,15 @@ class StopMessage(TypedDict):
     type: Literal["stop"]
 
 
-FrontEndMessage: TypeAlias = RenderedMessage | DecisionMessage | StopMessage
+class AnswerMessage(TypedDict):
+    """A click on an ask card's button. Untrusted: live.py checks the id and the value."""
+
+    type: Literal["answer"]
+    ask_id: str
+    choice: str
+
+
+FrontEndMessage: TypeAlias = RenderedMessage | DecisionMessage | StopMessage | AnswerMessage
 
 
 def tags(union: object, field: str) -> frozenset[str]:

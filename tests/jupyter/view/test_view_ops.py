@@ -32,7 +32,7 @@ from mibyan_jupyter.core.messages import AssistantMessage, ToolMessage, UserMess
 from mibyan_jupyter.core.notices import RetryNotice
 from mibyan_jupyter.core.stream import ThinkingDelta, ToolCallDelta, ToolCallStart
 from mibyan_jupyter.jupyter.view import AgentView, ViewHeader
-from mibyan_jupyter.jupyter.view.ops import FRONT_END_TYPES, OP_KINDS, ViewOp
+from mibyan_jupyter.jupyter.view.ops import FRONT_END_TYPES, OP_KINDS, AskChoice, ViewOp
 from mibyan_jupyter.jupyter.view.widget import STATIC
 
 REPO = Path(__file__).resolve().parents[3]
@@ -54,9 +54,9 @@ def d_ts_tags(field: str) -> set[str]:
 
 
 def test_python_and_typescript_name_the_same_kinds() -> None:
-    assert len(OP_KINDS) == 17
+    assert len(OP_KINDS) == 19  # 17, and the ask card's "ask" and "answered"
     assert d_ts_tags("op") == set(OP_KINDS)
-    assert d_ts_tags("type") == set(FRONT_END_TYPES) == {"rendered", "decision", "stop"}
+    assert d_ts_tags("type") == set(FRONT_END_TYPES) == {"rendered", "decision", "stop", "answer"}
 
 
 def every_kind(recorder: Recorder) -> None:
@@ -82,6 +82,9 @@ def every_kind(recorder: Recorder) -> None:
     view(BudgetUpdated(budgets=(BudgetStatus(name="turns", used=1, limit=None),)))
     view.show_queued("and read it back", "follow_up")
     view.show_notice("a note", level="warning")
+    choices = [AskChoice(value="fork", label="Fork", detail="a new session")]
+    view.show_ask("ask1", "Fork it?", choices, "fork")
+    view.show_answered("ask1", "fork", "Fork", "default")
     view(AgentEnd(messages=(), reason="completed"))
     view.finish([], status="completed")
 

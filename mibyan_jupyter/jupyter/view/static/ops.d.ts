@@ -19,6 +19,7 @@ export type NoticeKind =
 export type BarName = "turns" | "total_tokens" | "cost" | "context";
 export type QueueMode = "steer" | "follow_up";
 export type Scope = "once" | "session" | "always";
+export type AnsweredBy = "user" | "default";
 
 export interface HeaderOp {
   op: "header";
@@ -102,6 +103,28 @@ export interface DecidedOp {
   outcome: string;
 }
 
+export interface AskChoice {
+  value: string;
+  label: string;
+  detail: string;
+}
+
+export interface AskOp {
+  op: "ask";
+  id: string;
+  question: string;
+  choices: AskChoice[];
+  default: string;
+}
+
+export interface AnsweredOp {
+  op: "answered";
+  id: string;
+  choice: string;
+  label: string;
+  by: AnsweredBy;
+}
+
 export interface BarOp {
   op: "bar";
   name: BarName;
@@ -136,6 +159,8 @@ export type StructuralOp =
   | ResultOp
   | ApprovalOp
   | DecidedOp
+  | AskOp
+  | AnsweredOp
   | BarOp
   | NoticeOp
   | QueuedOp;
@@ -168,7 +193,13 @@ export interface StopMessage {
   type: "stop";
 }
 
-export type FrontEndMessage = RenderedMessage | DecisionMessage | StopMessage;
+export interface AnswerMessage {
+  type: "answer";
+  ask_id: string;
+  choice: string;
+}
+
+export type FrontEndMessage = RenderedMessage | DecisionMessage | StopMessage | AnswerMessage;
 
 // -- for view.js --------------------------------------------------------------------------
 

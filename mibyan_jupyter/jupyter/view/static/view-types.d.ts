@@ -51,4 +51,6 @@ export interface Parts {
   tools: Map<string, ToolParts>;
   /** budget name -> its bar's elements */
   bars: Map<string, BarParts>;
+  /** ask id -> its card */
+  asks: Map<string, HTMLElement>;
 }

@@ -94,8 +94,8 @@ function layout(el) {
   footer.append(budget, stop);
   root.append(header, body, footer);
   el.replaceChildren(root);
-  const [messages, tools, bars] = [new Map(), new Map(), new Map()];
-  return { root, header, title, modelName, body, budget, stop, messages, tools, bars };
+  const [messages, tools, bars, asks] = [new Map(), new Map(), new Map(), new Map()];
+  return { root, header, title, modelName, body, budget, stop, messages, tools, bars, asks };
 }
 
 /**
@@ -215,6 +215,67 @@ function approvalCard(model, op) {
 }
 
 /**
+ * An ask card: the question, one button per choice (the default marked), a line that
+ * says what happens when no one can click. A click sends the answer once (every button
+ * is then disabled); the kernel's "answered" op shows the outcome.
+ * @param {Model} model
+ * @param {import("./ops").AskOp} op
+ */
+function askCard(model, op) {
+  const card = make("div", "mibyan-ask");
+  card.dataset.askId = op.id;
+  card.append(make("div", "mibyan-ask-question", op.question));
+  const actions = make("div", "mibyan-ask-actions");
+  for (const choice of op.choices) {
+    const look = choice.value === op.default ? "jp-mod-accept" : "jp-mod-reject";
+    const node = button("mibyan-ask-choice", choice.label, look);
+    node.dataset.value = choice.value;
+    if (choice.detail) node.title = choice.detail;
+    node.addEventListener("click", () => {
+      for (const control of controls(card)) control.disabled = true;
+      outcome.textContent = "Sending…";
+      model.send({ type: "answer", ask_id: op.id, choice: choice.value });
+    });
+    actions.append(node);
+  }
+  const fallback = op.choices.find((choice) => choice.value === op.default);
+  const outcome = make("div", "mibyan-ask-outcome");
+  const note = `Without a front end to click: ${fallback ? fallback.label : op.default}.`;
+  card.append(actions, make("div", "mibyan-ask-default", note), outcome);
+  return card;
+}
+
+/**
+ * The ops of ask cards: a question, and its answer.
+ * @param {Parts} parts
+ * @param {Model} model
+ * @returns {Pick<Handlers, "ask" | "answered">}
+ */
+function askHandlers(parts, model) {
+  return {
+    ask(op) {
+      parts.asks.get(op.id)?.remove();
+      const card = askCard(model, op);
+      parts.asks.set(op.id, card);
+      parts.body.append(card);
+    },
+    answered(op) {
+      const card = parts.asks.get(op.id);
+      if (!card) return;
+      for (const control of controls(card)) control.disabled = true;
+      card.classList.add("mibyan-decided");
+      card.dataset.answer = op.choice;
+      /** @type {HTMLElement | null} */
+      const outcome = card.querySelector(".mibyan-ask-outcome");
+      if (outcome) {
+        const how = op.by === "default" ? "no front end answered, so" : "chosen:";
+        outcome.textContent = `${how} ${op.label}`;
+      }
+    },
+  };
+}
+
+/**
  * The ops about the run as a whole: its header, status, prompts, notices and budget bars.
  * @param {Parts} parts
  * @returns {Pick<Handlers, "header" | "run" | "user" | "notice" | "queued" | "bar">}
@@ -224,12 +285,15 @@ function runHandlers(parts) {
     header(op) {
       parts.title.textContent = op.title || `Session ${op.session}`;
       parts.modelName.textContent = op.model;
+      parts.header.querySelector(".mibyan-session-id")?.remove(); // a fork renames it
       if (op.session) {
         const id = make("span", "mibyan-session-id", String(op.session).slice(0, 8));
         id.title = `session ${op.session} (%agent resume ${op.session})`;
         parts.header.append(id);
       }
-      if (op.demo) parts.header.append(make("span", "mibyan-demo-badge", "demo model"));
+      if (op.demo && !parts.header.querySelector(".mibyan-demo-badge")) {
+        parts.header.append(make("span", "mibyan-demo-badge", "demo model"));
+      }
     },
     run(op) {
       parts.root.dataset.status = op.status;
@@ -379,7 +443,12 @@ function render({ model, el }) {
     model.send({ type: "stop" });
   });
   /** @type {Handlers} */
-  const apply = { ...runHandlers(parts), ...messageHandlers(parts), ...toolHandlers(parts, model) };
+  const apply = {
+    ...runHandlers(parts),
+    ...messageHandlers(parts),
+    ...toolHandlers(parts, model),
+    ...askHandlers(parts, model),
+  };
   /** @type {Cursor} */
   const cursor = { next: 0, target: null };
 

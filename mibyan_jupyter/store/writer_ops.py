@@ -1,0 +1,235 @@
+"""The writes of the store writer, one function per kind, each returning an :data:`~.lane.Op`.
+
+Why apart from :mod:`.writer`: the writer decides *when* to write (from the event stream)
+and runs the writes on its lane; these say *what* is written. Everything an op needs is
+taken when it is made, at the event (timestamps, the call's latency, the redacted
+arguments), so a write that lands late, after a lock or a full disk passed, still records
+when things happened.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from mibyan_jupyter.core.events import ApprovalResolved, ToolExecutionEnd, ToolExecutionStart
+from mibyan_jupyter.core.messages import AssistantMessage, Message, Usage, content_text
+from mibyan_jupyter.core.tools import CANCELLED
+from mibyan_jupyter.secrets import REDACT
+from mibyan_jupyter.store.lane import Op
+from mibyan_jupyter.store.records import insert_message, update_status
+
+
+def provider_label(model: str | None) -> str | None:
+    """``openai`` for ``openai:gpt-4.1-mini``; ``None`` for a bare name (the provider was
+    guessed or given by URL, and the store does not import the providers to resolve it)."""
+    if model and ":" in model:
+        return model.partition(":")[0] or None
+    return None
+
+
+@dataclass
+class ModelCall:
+    """What the ledger needs about the model call in progress.
+
+    A call starts when the loop is about to send the request: at ``TurnStart`` and after
+    each message added before the call (prompts, steering). ``MessageStart`` is no good
+    as the start: it is emitted at the first streamed delta, after the time to first
+    token and after any retries, so latency and retry counts would miss both.
+    """
+
+    started: float = field(default_factory=time.perf_counter)
+    retries: int = 0
+    fallback_from: str | None = None
+    fallback_to: str | None = None
+
+
+Written = Callable[[int], None]
+"""Told the sequence number of a message once it is written (after the commit)."""
+
+
+def message(session_id: str, msg: Message, written: Written) -> Op:
+    def run(conn: sqlite3.Connection) -> Callable[[], None]:
+        seq = insert_message(conn, session_id, msg)
+        return lambda: written(seq)
+
+    return run
+
+
+def assistant(
+    session_id: str,
+    msg: AssistantMessage,
+    written: Written,
+    *,
+    requested: str | None,
+    provider: str | None,
+    latency_ms: float,
+    retries: int,
+    fallback_from: str | None,
+) -> Op:
+    """The message and its ledger row land together: a usage row never points at a
+    message that is not there, and one commit serves both."""
+    usage, now = msg.usage, time.time()
+
+    def run(conn: sqlite3.Connection) -> Callable[[], None]:
+        seq = insert_message(conn, session_id, msg)
+        conn.execute(
+            "INSERT INTO usage_ledger (session_id, message_seq, model, provider, api,"
+            " input_tokens, output_tokens, cache_read, cache_write, reasoning, cost,"
+            " latency_ms, retries, fallback_from, created_at)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                session_id,
+                seq,
+                msg.model or requested,
+                provider,
+                msg.api,
+                usage.input,
+                usage.output,
+                usage.cache_read,
+                usage.cache_write,
+                usage.reasoning,
+                usage.cost,
+                latency_ms,
+                retries,
+                fallback_from,
+                now,
+            ),
+        )
+        return lambda: written(seq)
+
+    return run
+
+
+def attempt(
+    session_id: str,
+    usage: Usage,
+    *,
+    model: str | None,
+    provider: str | None,
+    latency_ms: float,
+    retries: int,
+    fallback_from: str | None,
+) -> Op:
+    """A ledger row for an attempt that was billed but kept no message (a retried or
+    failed-over call, as its notice reports): ``message_seq`` is NULL."""
+    row = (
+        session_id,
+        model,
+        provider,
+        usage.input,
+        usage.output,
+        usage.cache_read,
+        usage.cache_write,
+        usage.reasoning,
+        usage.cost,
+        latency_ms,
+        retries,
+        fallback_from,
+        time.time(),
+    )
+
+    def run(conn: sqlite3.Connection) -> None:
+        conn.execute(
+            "INSERT INTO usage_ledger (session_id, message_seq, model, provider, input_tokens,"
+            " output_tokens, cache_read, cache_write, reasoning, cost, latency_ms, retries,"
+            " fallback_from, created_at) VALUES (?,NULL,?,?,?,?,?,?,?,?,?,?,?,?)",
+            row,
+        )
+
+    return run
+
+
+def tool_started(session_id: str, event: ToolExecutionStart, arguments: str | None) -> Op:
+    """One row per call. The arguments are the model's own text (from the assistant
+    message that asked), else the parsed arguments as JSON. A call id seen before in this
+    session (some local servers number calls per reply) replaces the old row rather than
+    failing the store."""
+    if arguments is None:
+        arguments = (
+            event.args if isinstance(event.args, str) else json.dumps(event.args, default=str)
+        )
+    text = REDACT(arguments)  # a model may echo a key into a command line
+    row = (session_id, event.call_id, event.name, text, time.time())
+
+    def run(conn: sqlite3.Connection) -> None:
+        conn.execute(
+            "INSERT INTO tool_calls (session_id, call_id, name, arguments, status, started_at)"
+            " VALUES (?,?,?,?,'running',?)"
+            " ON CONFLICT (session_id, call_id) DO UPDATE SET name = excluded.name,"
+            " arguments = excluded.arguments, status = 'running', decision = NULL,"
+            " scope = NULL, decided_by = NULL, reason = NULL, requested_at = NULL,"
+            " decided_at = NULL, started_at = excluded.started_at, finished_at = NULL",
+            row,
+        )
+
+    return run
+
+
+def approval_requested(session_id: str, call_id: str) -> Op:
+    """Written as it is asked, with the session's status, in one transaction: after a
+    crash there is no doubt about what was pending."""
+    now = time.time()
+
+    def run(conn: sqlite3.Connection) -> None:
+        conn.execute(
+            "UPDATE tool_calls SET status = 'awaiting_approval', requested_at = ?"
+            " WHERE session_id = ? AND call_id = ?",
+            (now, session_id, call_id),
+        )
+        update_status(conn, session_id, "awaiting_approval")
+
+    return run
+
+
+def approval_resolved(session_id: str, event: ApprovalResolved, *, last_pending: bool) -> Op:
+    """``decided_by`` is ``user`` for a click, else policy / timeout / abort / error. A
+    denied call never runs (its result will be an error), so it is marked so at once;
+    the session runs again when the last pending approval is decided."""
+    row = (
+        "approved" if event.approved else "denied",
+        event.scope,
+        event.decided_by,
+        None if event.reason is None else REDACT(event.reason),
+        time.time(),
+        "running" if event.approved else "error",
+        session_id,
+        event.call_id,
+    )
+
+    def run(conn: sqlite3.Connection) -> None:
+        conn.execute(
+            "UPDATE tool_calls SET decision = ?, scope = ?, decided_by = ?,"
+            " reason = ?, decided_at = ?, status = ? WHERE session_id = ? AND call_id = ?",
+            row,
+        )
+        if last_pending:
+            update_status(conn, session_id, "running")
+
+    return run
+
+
+def tool_ended(session_id: str, event: ToolExecutionEnd) -> Op:
+    if content_text(event.result.content) == CANCELLED:
+        status = "cancelled"
+    else:
+        status = "error" if event.is_error else "done"
+    row = (status, time.time(), session_id, event.call_id)
+
+    def run(conn: sqlite3.Connection) -> None:
+        conn.execute(
+            "UPDATE tool_calls SET status = ?, finished_at = ? WHERE session_id = ? AND call_id = ?",
+            row,
+        )
+
+    return run
+
+
+def status(session_id: str, value: str, *, end_reason: str | None = None) -> Op:
+    def run(conn: sqlite3.Connection) -> None:
+        update_status(conn, session_id, value, end_reason=end_reason)
+
+    return run
