@@ -29,15 +29,15 @@ import asyncio
 import inspect
 import logging
 import uuid
-from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias
+from typing import Any, TypeAlias
 
+from ._run.compact import compact_now
 from ._run.loop import run_agent_loop, run_agent_loop_continue
-from ._run.sanitize import clean_prompt, clean_prompts
+from ._run.sanitize import clean_prompts
 from .approval import ApprovalGate
 from .budget import BudgetLimits
+from .compaction import CompactionSettings
 from .config import AgentContext, LoopConfig, ToolExecutionMode
 from .conversation import conversation_result, final_text, read_history
 from .events import (
@@ -51,14 +51,20 @@ from .events import (
     ToolExecutionUpdate,
 )
 from .messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
+from .notes import NotesFn
+from .notices import CompactionNotice
+from .prompt import PromptBuilder
+from .results import MemoryResults, ResultStore, read_result_tool
 from .safe_text import clean_text
 from .signal import AbortSignal
+from .state import AgentState as AgentState
+from .state import MessageQueue, as_user
+from .state import QueueMode as QueueMode
 from .stream import StreamFn, ThinkingLevel
 from .sync_bridge import closing_loop_resources, run_sync
 from .tools import Tool, ToolRegistry
 from .transcript import check_history
 
-QueueMode: TypeAlias = Literal["one-at-a-time", "all"]
 Listener: TypeAlias = Callable[[AgentEvent], Awaitable[None] | None]
 
 _log = logging.getLogger(__name__)
@@ -66,62 +72,6 @@ _log = logging.getLogger(__name__)
 
 class AgentBusyError(RuntimeError):
     """``prompt()`` or ``continue_()`` was called while a run is active."""
-
-
-@dataclass
-class AgentState:
-    """What a UI needs to draw the agent at any moment."""
-
-    system_prompt: str = ""
-    model: str = "demo"
-    thinking_level: ThinkingLevel = "off"
-    tools: ToolRegistry = field(default_factory=ToolRegistry)
-    messages: list[Message] = field(default_factory=list)
-    is_running: bool = False
-    pending_tool_calls: set[str] = field(default_factory=set)
-    error: str | None = None
-    last_end_reason: str | None = None
-    _streaming: MessageUpdate | AssistantMessage | None = field(
-        default=None, init=False, repr=False
-    )
-
-    @property
-    def streaming_message(self) -> AssistantMessage | None:
-        """The assistant message being streamed, as of the last update; built when read
-        (the update defers it), so tracking it costs nothing per delta."""
-        source = self._streaming
-        return source.message if isinstance(source, MessageUpdate) else source
-
-    @streaming_message.setter
-    def streaming_message(self, message: AssistantMessage | None) -> None:
-        self._streaming = message
-
-    def stream_update(self, update: MessageUpdate) -> None:
-        """Follow the streamed message through ``update`` without building it."""
-        self._streaming = update
-
-
-def _as_user(message: str | Message) -> Message:
-    if isinstance(message, str):
-        return UserMessage(content=clean_text(message))
-    return clean_prompt(message)
-
-
-class _Queue:
-    __slots__ = ("items", "mode")
-
-    def __init__(self, mode: QueueMode) -> None:
-        self.items: deque[Message] = deque()
-        self.mode: QueueMode = mode
-
-    def drain(self) -> list[Message]:
-        if not self.items:
-            return []
-        if self.mode == "one-at-a-time":
-            return [self.items.popleft()]
-        drained = list(self.items)
-        self.items.clear()
-        return drained
 
 
 class Agent:
@@ -143,6 +93,11 @@ class Agent:
         approval: ApprovalGate | None = None,
         budget: BudgetLimits | None = None,
         loop_options: dict[str, Any] | None = None,
+        compaction: CompactionSettings | None = None,
+        prompt_builder: PromptBuilder | None = None,
+        notes: NotesFn | None = None,
+        result_limit: int | None = 16_000,
+        result_store: ResultStore | None = None,
     ) -> None:
         check_history(messages)
         self.stream_fn = stream_fn
@@ -158,8 +113,20 @@ class Agent:
         self.budget = budget if budget is not None else BudgetLimits()
         self.loop_options: dict[str, Any] = dict(loop_options or {})
         """Extra :class:`LoopConfig` fields (hooks, ``max_tokens``, ``tool_timeout``...)."""
-        self._steering = _Queue(steering_mode)
-        self._follow_up = _Queue(follow_up_mode)
+        self.compaction = compaction
+        self.prompt_builder = prompt_builder
+        """When set, each run's system prompt is ``prompt_builder.build(tools)``."""
+        if prompt_builder is not None and system_prompt and not prompt_builder.instructions:
+            prompt_builder.instructions = system_prompt
+        self.notes = notes
+        self.result_limit = result_limit
+        self.result_store: ResultStore | None = None
+        if result_limit is not None:  # spilling on: keep results aside, and page them back
+            self.result_store = result_store if result_store is not None else MemoryResults()
+            if result_store is not None and "read_result" not in self.state.tools:
+                self.state.tools.add(read_result_tool(result_store))
+        self._steering = MessageQueue(steering_mode)
+        self._follow_up = MessageQueue(follow_up_mode)
         self._listeners: list[Listener] = []
         self._ended = False  # this run's AgentEnd went out: nothing may follow it
         self._signal: AbortSignal | None = None
@@ -250,11 +217,11 @@ class Agent:
 
     def steer(self, message: str | Message) -> None:
         """Queue a message for the model's next call (after the current tool batch)."""
-        self._steering.items.append(_as_user(message))
+        self._steering.items.append(as_user(message))
 
     def follow_up(self, message: str | Message) -> None:
         """Queue a message to run when the agent would otherwise stop."""
-        self._follow_up.items.append(_as_user(message))
+        self._follow_up.items.append(as_user(message))
 
     @property
     def queued(self) -> tuple[tuple[Message, ...], tuple[Message, ...]]:
@@ -279,9 +246,9 @@ class Agent:
     async def prompt(self, message: str | Message | Sequence[Message]) -> list[Message]:
         """Run the loop with a new prompt; returns the messages the run added."""
         if isinstance(message, str | SystemMessage | UserMessage | AssistantMessage | ToolMessage):
-            prompts = [_as_user(message)]
+            prompts = [as_user(message)]
         else:
-            prompts = [_as_user(m) for m in message]
+            prompts = [as_user(m) for m in message]
         return await self._run(prompts)
 
     async def continue_(self) -> list[Message]:
@@ -299,6 +266,10 @@ class Agent:
             get_follow_up_messages=self._follow_up.drain,
             approval=self.approval,
             budget=self.budget,
+            compaction=self.compaction,
+            notes=self.notes,
+            result_limit=self.result_limit,
+            result_store=self.result_store,
             **self.loop_options,
         )
 
@@ -309,6 +280,8 @@ class Agent:
                 "or await wait_for_idle() first"
             )
         state = self.state
+        if self.prompt_builder is not None:  # one string while no layer changes
+            state.system_prompt = self.prompt_builder.build(state.tools.values())
         context = AgentContext(state.system_prompt, state.messages, state.tools)
         config = self._config()
         self._signal = AbortSignal()
@@ -333,6 +306,25 @@ class Agent:
             if not self._idle.done():
                 self._idle.set_result(None)
             self._idle = None
+
+    async def compact(self) -> CompactionNotice | None:
+        """Compact the transcript now (``%agent compact``); ``None`` when there was
+        nothing to summarise or the summary failed. Raises :class:`AgentBusyError` while
+        a run is active (the run compacts by itself when due)."""
+        if self.state.is_running:
+            raise AgentBusyError("the agent is running: it compacts by itself when due")
+        state = self.state
+        if self.prompt_builder is not None:
+            state.system_prompt = self.prompt_builder.build(state.tools.values())
+        context = AgentContext(state.system_prompt, state.messages, state.tools)
+        self._signal = AbortSignal()
+        state.is_running, ended, self._ended = True, self._ended, False
+        try:
+            return await compact_now(
+                context, self._config(), self._signal, self.stream_fn, self._dispatch
+            )
+        finally:
+            state.is_running, self._ended, self._signal = False, ended, None
 
     # -- the Hermes facade -------------------------------------------------------------
 
@@ -360,10 +352,12 @@ class Agent:
         if conversation_history is not None:
             system_prompt, history = read_history(conversation_history)
             if system_prompt is not None:
-                self.state.system_prompt = clean_text(system_prompt)
+                system_message = system_prompt if system_message is None else system_message
             self.state.messages = clean_prompts(history)
         if system_message is not None:
             self.state.system_prompt = clean_text(system_message)
+            if self.prompt_builder is not None:  # the builder's first layer (core/prompt.py)
+                self.prompt_builder.instructions = self.state.system_prompt
         added = await self.prompt(user_message)
         return conversation_result(self.state, added, task_id)
 

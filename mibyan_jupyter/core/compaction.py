@@ -17,10 +17,12 @@ opens the child session.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from .messages import AssistantMessage, Message, ToolMessage, UserMessage, content_text
+from .notices import CompactionReason
 from .signal import AbortSignal
 from .stream import ModelRequest, StreamDone, StreamError, StreamFn
 
@@ -53,6 +55,45 @@ class CompactionPolicy:
     def due(self, tokens: int, *, between_turns: bool = False) -> bool:
         """Whether a prompt of ``tokens`` should be compressed first: over the preflight
         share before a call; between turns, only over the aggressive share."""
+        share = self.aggressive if between_turns else self.preflight
+        return tokens > self.window * share
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionPlan:
+    """What a compaction is about to do, as ``confirm`` shows it to the user."""
+
+    reason: CompactionReason
+    tokens: int
+    window: int | None
+    summarised: int
+    kept_head: int
+    kept_tail: int
+
+
+@dataclass(frozen=True)
+class CompactionSettings:
+    """How an agent compacts its transcript (docs/architecture.md, "Context compression").
+
+    ``window`` ``None``: the model's window is unknown, so the loop compacts only when the
+    provider says the prompt overflowed. ``mode`` ``"ask"`` awaits ``confirm`` first
+    (``None``: behaves as ``"auto"``); ``"off"`` never compacts in the loop (an explicit
+    ``agent.compact()`` still does). ``before_compaction`` is the memory flush: awaited
+    with the messages about to be summarised, so what matters can be written down first."""
+
+    window: int | None
+    mode: Literal["auto", "ask", "off"] = "auto"
+    keep_last: int = KEEP_LAST
+    preflight: float = PREFLIGHT
+    aggressive: float = AGGRESSIVE
+    confirm: Callable[[CompactionPlan], Awaitable[bool]] | None = None
+    before_compaction: Callable[[Sequence[Message]], Awaitable[None]] | None = None
+
+    def due(self, tokens: int, *, between_turns: bool = False) -> bool:
+        """Whether ``tokens`` passes the preflight share (between turns: the aggressive
+        one); never without a known window."""
+        if self.window is None:
+            return False
         share = self.aggressive if between_turns else self.preflight
         return tokens > self.window * share
 

@@ -15,7 +15,11 @@ from typing import Any, Literal, TypeAlias, TypeVar
 
 from .approval import ApprovalGate
 from .budget import BudgetLimits
+from .compaction import CompactionSettings
 from .messages import AssistantMessage, Content, Message, ToolCall, ToolMessage
+from .notes import NoteContext as NoteContext
+from .notes import NotesFn
+from .results import ResultStore
 from .signal import AbortSignal
 from .stream import ThinkingLevel
 from .tools import Tool, ToolRegistry, ToolResult
@@ -137,3 +141,10 @@ class LoopConfig:
     """The explicit ``max_tokens`` of the one summary call made when a budget runs out."""
     options: dict[str, Any] = field(default_factory=dict)
     """Passed through to the stream function (temperature, provider options...)."""
+    compaction: CompactionSettings | None = None
+    """When and how the run compacts its transcript; ``None``: never (see _run/compact.py)."""
+    notes: NotesFn | None = None
+    """The caller's ephemeral notes, asked before each model call (core/notes.py)."""
+    result_limit: int | None = None
+    """Tool result text over this many characters is spilled to ``result_store``."""
+    result_store: ResultStore | None = None

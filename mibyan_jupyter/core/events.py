@@ -24,7 +24,7 @@ from typing import Annotated, Any, Literal, TypeAlias
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from .messages import AssistantMessage, Message, ToolMessage
-from .notices import CompactionNotice, FallbackNotice, RetryNotice
+from .notices import CompactionNotice, FallbackNotice, NoteNotice, RetryNotice
 from .stream import LazyFields, StreamEvent
 
 
@@ -153,7 +153,8 @@ AgentEvent: TypeAlias = Annotated[
     | BudgetUpdated
     | RetryNotice
     | FallbackNotice
-    | CompactionNotice,
+    | CompactionNotice
+    | NoteNotice,
     Field(discriminator="type"),
 ]
 AGENT_EVENT_ADAPTER: TypeAdapter[AgentEvent] = TypeAdapter(AgentEvent)

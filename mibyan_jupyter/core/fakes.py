@@ -213,4 +213,5 @@ def _frozen_copy(request: ModelRequest) -> ModelRequest:
         max_tokens=request.max_tokens,
         tool_choice=request.tool_choice,
         options=dict(request.options),
+        notes=tuple(request.notes),
     )

@@ -10,11 +10,13 @@ not only the reply that is kept."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict
 
-from .messages import Usage
+from .messages import Message, Usage
+
+CompactionReason: TypeAlias = Literal["preflight", "aggressive", "overflow", "manual"]
 
 
 class _Notice(BaseModel):
@@ -58,3 +60,21 @@ class CompactionNotice(_Notice):
     tokens_before: int | None = None
     tokens_after: int | None = None
     summary: str = ""
+    reason: CompactionReason = "preflight"
+    summarised: int = 0
+    """Messages replaced by the summary."""
+    kept_head: int = 0
+    """Messages kept at the start (up to the first user message)."""
+    kept_tail: int = 0
+    """Messages kept at the end."""
+    messages: tuple[Message, ...] = ()
+    """The compacted transcript, for the store's child session."""
+
+
+class NoteNotice(_Notice):
+    """Ephemeral notes sent with one request (budget warnings, context pressure, the
+    caller's notes): shown as notices, never stored as messages (docs/architecture.md,
+    "Prompt builder")."""
+
+    type: Literal["notes"] = "notes"
+    notes: tuple[str, ...]

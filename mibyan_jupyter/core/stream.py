@@ -234,6 +234,9 @@ class ModelRequest:
     max_tokens: int | None = None
     tool_choice: Literal["auto", "none"] = "auto"
     options: dict[str, Any] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+    """Ephemeral notes: each adapter renders them after the transcript, never in the system
+    block, and they are never stored (docs/architecture.md, "Prompt builder")."""
 
 
 StreamFn: TypeAlias = Callable[

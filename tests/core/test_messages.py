@@ -38,6 +38,7 @@ from mibyan_jupyter.core import (
     UserMessage,
 )
 from mibyan_jupyter.core.messages import ImageUrl, content_text, from_dict, to_dict
+from mibyan_jupyter.core.notices import NoteNotice
 from mibyan_jupyter.core.stream import (
     StreamDone,
     StreamError,
@@ -481,6 +482,16 @@ ALL_EVENTS = [
     CompactionNotice(
         messages_before=80, messages_after=22, tokens_before=90000, tokens_after=12000, summary="s"
     ),
+    CompactionNotice(
+        messages_before=8,
+        messages_after=4,
+        reason="overflow",
+        summarised=5,
+        kept_head=1,
+        kept_tail=2,
+        messages=(UserMessage(content="task"), UserMessage(content="[Summary] s")),
+    ),
+    NoteNotice(notes=("[budget] 70 % of the turns budget is used",)),
 ]
 
 
@@ -508,7 +519,7 @@ def test_every_event_type_is_covered() -> None:
     names = {ref.rsplit("/", 1)[-1] for ref in union["discriminator"]["mapping"].values()}
     covered = {type(e).__name__ for e in ALL_EVENTS}
     assert names <= covered, f"no round-trip case for {sorted(names - covered)}"
-    assert len(union["discriminator"]["mapping"]) == 16
+    assert len(union["discriminator"]["mapping"]) == 17
 
 
 def test_events_are_frozen_and_strict() -> None:

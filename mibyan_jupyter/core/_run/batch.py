@@ -32,6 +32,7 @@ from mibyan_jupyter.core.events import (
     ToolExecutionStart,
 )
 from mibyan_jupyter.core.messages import AssistantMessage, ToolCall, ToolMessage
+from mibyan_jupyter.core.results import SPILL_DETAILS_KEY, read_result_tool, spill
 from mibyan_jupyter.core.tools import CANCELLED
 
 from .execute import execute
@@ -218,7 +219,7 @@ class ToolBatch:
         known = self.finished.get(call.id)
         if known is not None:  # already finished (its End may have been cancelled)
             return known
-        message = tool_message(call.id, call.function.name, result)
+        message = self._spilled(tool_message(call.id, call.function.name, result))
         self.finished[call.id] = message
         await self._emit(
             ToolExecutionEnd(
@@ -226,6 +227,24 @@ class ToolBatch:
             )
         )
         return message
+
+    def _spilled(self, message: ToolMessage) -> ToolMessage:
+        """A large result kept aside, its preview in the transcript (core/results.py); a
+        store that fails keeps the result whole rather than losing it."""
+        config = self._scope.config
+        if config.result_store is None or config.result_limit is None:
+            return message
+        try:
+            kept = spill(message, config.result_store, config.result_limit)
+        except Exception:
+            return message
+        if (
+            kept.details
+            and SPILL_DETAILS_KEY in kept.details
+            and "read_result" not in (tools := self._scope.tools)
+        ):  # the preview says to call it: from the next call on, the model can
+            tools.add(read_result_tool(config.result_store))
+        return kept
 
     async def _emit_result(self, message: ToolMessage) -> ToolMessage:
         self._scope.append(message)

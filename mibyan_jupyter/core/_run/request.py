@@ -10,16 +10,20 @@ anything.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 from mibyan_jupyter.core.config import LoopConfig, TurnUpdate
 from mibyan_jupyter.core.messages import AssistantMessage, Message
+from mibyan_jupyter.core.notes import DefaultNotes, NoteContext
 from mibyan_jupyter.core.signal import AbortSignal
 from mibyan_jupyter.core.stream import ModelRequest
 from mibyan_jupyter.core.transcript import ModelView, TranscriptError, validate_transcript
 
 from .scope import RunScope
 from .waiting import maybe_await
+
+_log = logging.getLogger(__name__)
 
 
 class ModelInput:
@@ -34,6 +38,11 @@ class ModelInput:
         self._signal = signal
         self._view: ModelView | None = None
         self._error: TranscriptError | None = None
+
+    def reset(self) -> None:
+        """The transcript was replaced in place (a compaction): build the view again."""
+        self._view = None
+        self._error = None
 
     def appended(self, message: Message, index: int) -> None:
         """The run appended ``message`` at ``index``: keep the view in step. A break of the
@@ -73,6 +82,7 @@ def build_request(
     messages: Sequence[Message],
     override: TurnUpdate | None,
     summary_max_tokens: int | None,
+    notes: tuple[str, ...] = (),
 ) -> ModelRequest:
     """The request for one turn; a summary call (``summary_max_tokens`` set) offers no
     tools and forbids calling any."""
@@ -87,7 +97,22 @@ def build_request(
         max_tokens=summary_max_tokens if summary else config.max_tokens,
         tool_choice="none" if summary else "auto",
         options=config.options,
+        notes=notes,
     )
+
+
+async def gather_notes(
+    config: LoopConfig, defaults: DefaultNotes, context: NoteContext
+) -> tuple[str, ...]:
+    """The ephemeral notes of one request: the defaults, then the caller's (a caller's
+    function that fails is logged and skipped: a note is never worth a failed call)."""
+    notes = list(defaults(context))
+    if config.notes is not None:
+        try:
+            notes += [str(n) for n in await maybe_await(config.notes(context)) if str(n).strip()]
+        except Exception:
+            _log.exception("the notes function failed; this request goes without its notes")
+    return tuple(notes)
 
 
 def summary_text(message: AssistantMessage) -> AssistantMessage:

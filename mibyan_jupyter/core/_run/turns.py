@@ -26,13 +26,16 @@ from mibyan_jupyter.core.events import (
     TurnStart,
 )
 from mibyan_jupyter.core.messages import AssistantMessage, Message, ToolMessage, UserMessage
+from mibyan_jupyter.core.notes import DefaultNotes, NoteContext
+from mibyan_jupyter.core.notices import NoteNotice
 from mibyan_jupyter.core.signal import AbortSignal
 from mibyan_jupyter.core.stream import StreamFn
 
 from .batch import ToolBatch
+from .compact import Compactor
 from .grammar import GrammarTracker
 from .model_call import ModelCall
-from .request import ModelInput, build_request, summary_text
+from .request import ModelInput, build_request, gather_notes, summary_text
 from .scope import RunScope
 from .waiting import maybe_await
 
@@ -68,6 +71,14 @@ class LoopRun:
         self.cancelled_externally = False
         self.turn_message: AssistantMessage | None = None
         self._pool: ThreadPoolExecutor | None = None
+        self.compactor = Compactor(
+            config.compaction,
+            self.scope,
+            record_usage=self.budget.record_attempt,
+            reset_view=self.input.reset,
+        )
+        self.default_notes = DefaultNotes()
+        self.calls = 0
 
     # -- plumbing ---------------------------------------------------------------------
 
@@ -167,6 +178,10 @@ class LoopRun:
                 if (used_up := self.budget.exhausted()) is not None:
                     return await self.summarize(used_up)
                 message = await self.call_model()
+                if await self.compacted_on_overflow(message):  # retried once, in a new turn
+                    await self.end_turn(message)
+                    await self.start_turn()
+                    message = await self.call_model()
                 if message.stop_reason in ("error", "aborted"):
                     await self.end_turn(message)
                     return await self.end(
@@ -188,15 +203,20 @@ class LoopRun:
                 return await self.end("completed")
 
     async def call_model(self, *, summary_max_tokens: int | None = None) -> AssistantMessage:
-        """Build the request, check it, stream the reply; record usage."""
+        """Compact when due, build the request with its notes, check it, stream the
+        reply; record usage and calibrate the token estimate by it."""
+        summary = summary_max_tokens is not None
+        if not summary:
+            await self.compactor.before_call(first=self.calls == 0)
+        self.calls += 1
         override, self.override = self.override, None
         try:
             messages = await self.input.messages(override)
         except Exception as error:
             model = (override.model if override else None) or self.config.model
             return await self.unsent(model, error)
-        request = build_request(self.scope, messages, override, summary_max_tokens)
-        summary = summary_max_tokens is not None
+        notes = () if summary else await self.notes()
+        request = build_request(self.scope, messages, override, summary_max_tokens, notes)
 
         def record(final: AssistantMessage) -> AssistantMessage:
             final = summary_text(final) if summary else final
@@ -208,8 +228,27 @@ class LoopRun:
         message = await call.run(request, record)
         self.cancelled_externally |= call.cancelled_externally
         self.budget.record(message.usage)
+        self.compactor.calibrate(message.usage)
         await self.emit(self.budget.snapshot())
         return message
+
+    async def notes(self) -> tuple[str, ...]:
+        """This request's ephemeral notes, announced by a NoteNotice (core/notes.py)."""
+        compactor = self.compactor
+        context = NoteContext(self.budget.snapshot(), compactor.last_estimate, compactor.window)
+        notes = await gather_notes(self.config, self.default_notes, context)
+        if notes:
+            await self.emit(NoteNotice(notes=notes))
+        return notes
+
+    async def compacted_on_overflow(self, message: AssistantMessage) -> bool:
+        """A ``context_overflow`` reply: compact, so the call can be tried once more (the
+        failed reply stays for display; the model view never sends it)."""
+        if message.stop_reason != "error" or message.error_kind != "context_overflow":
+            return False
+        if self.signal.aborted:
+            return False
+        return await self.compactor.on_overflow() is not None
 
     async def unsent(self, model: str, error: Exception) -> AssistantMessage:
         """The request could not be built (a hook failed, the transcript breaks the rules):
