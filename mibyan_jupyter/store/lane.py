@@ -153,10 +153,10 @@ class WriteLane:
                 attempts = 0
                 self._written(item)
                 continue
-            _resolve(item, error)
             if error.kind in PERMANENT:
-                self._stop(error)
+                self._stop(error)  # told first, then the item resolved with the rest
                 return
+            _resolve(item, error)
             self._failed(error)
             pause = self.retry[min(attempts, len(self.retry) - 1)]
             attempts += 1
@@ -211,10 +211,12 @@ class WriteLane:
             self._queue.clear()
             self._reporting = True
         try:
-            for item in dropped:
-                _resolve(item, error)
+            # The report comes before the waiting write is resolved: a run that sees
+            # the write refused finds the writer's line already there.
             if report and self._on_stop is not None:
                 self._on_stop(error)
+            for item in dropped:
+                _resolve(item, error)
         finally:
             with self._cond:
                 self._reporting = False

@@ -112,7 +112,7 @@ class Lease:
         """Raise :class:`LeaseLost` unless this lease still holds the session; called
         inside the write transaction, so the answer holds until it commits."""
         token, holder = read_holder(conn, self.session_id, self.liveness)
-        if token == self.token:
+        if token == self.token or self.follow(conn):
             return
         self.lost_to = holder
         who = holder.describe() if token is not None else "no kernel (it was released)"
@@ -121,6 +121,20 @@ class Lease:
             "writing to it, so what it did since is not saved there",
             holder if token is not None else None,
         )
+
+    def follow(self, conn: sqlite3.Connection) -> bool:
+        """Whether the lease moved to another session with its token (a compaction's
+        child: the store writer moves it in the transaction that creates the child), and
+        follow it there. Tokens are new per acquisition, so only this lease's own move
+        can put its token on another row."""
+        row = conn.execute(
+            "SELECT id FROM sessions WHERE lease_token = ? AND id != ? LIMIT 1",
+            (self.token, self.session_id),
+        ).fetchone()
+        if row is None:
+            return False
+        self.session_id = str(row[0])
+        return True
 
 
 class LeaseKeeper:
@@ -153,7 +167,7 @@ class LeaseKeeper:
             count = conn.execute(
                 "SELECT count(*) FROM messages WHERE session_id = ?", (session_id,)
             ).fetchone()[0]
-            mine = self._held.get(session_id)
+            mine = self._find(session_id, token)
             if mine is not None and token == mine.token:
                 self._beat(conn, mine)
                 mine.stored_messages = int(count)
@@ -171,19 +185,39 @@ class LeaseKeeper:
         self._start()
         return lease
 
+    def _find(self, session_id: str, token: str | None = None) -> Lease | None:
+        """The lease held on ``session_id``, also when a compaction moved it there from
+        the session it was taken on (found by its token; re-keyed and followed)."""
+        for key, lease in list(self._held.items()):
+            if lease.session_id == session_id or (token is not None and lease.token == token):
+                if key != session_id:
+                    self._held.pop(key, None)
+                    self._held[session_id] = lease
+                lease.session_id = session_id
+                return lease
+        return None
+
     def lease(self, session_id: str) -> Lease | None:
         """The lease this keeper holds on the session (it may since have been lost)."""
-        return self._held.get(session_id)
+        found = self._find(session_id)
+        if found is None and self._held:
+            row = self.db.conn.execute(
+                "SELECT lease_token FROM sessions WHERE id = ?", (session_id,)
+            ).fetchone()
+            if row is not None and row[0] is not None:
+                found = self._find(session_id, str(row[0]))
+        return found
 
     def release(self, session_id: str) -> None:
         """Give the session up (another kernel may then take it without asking)."""
-        lease = self._held.pop(session_id, None)
+        lease = self.lease(session_id)
         if lease is not None:
+            self._held.pop(session_id, None)
             with self.db.transaction() as conn:
                 conn.execute(
                     "UPDATE sessions SET lease_token = NULL, lease_pid = NULL, lease_host = NULL,"
                     " lease_heartbeat_at = NULL WHERE id = ? AND lease_token = ?",
-                    (session_id, lease.token),
+                    (lease.session_id, lease.token),
                 )
 
     def beat(self) -> list[Lease]:
@@ -192,6 +226,8 @@ class LeaseKeeper:
         with self.db.transaction() as conn:
             for lease in list(self._held.values()):
                 if lease.lost_to is None and not self._beat(conn, lease):
+                    if lease.follow(conn) and self._beat(conn, lease):
+                        continue  # moved to a compaction's child with its token
                     _token, lease.lost_to = read_holder(conn, lease.session_id, self.liveness)
                     lost.append(lease)
         return lost
@@ -229,7 +265,7 @@ class LeaseKeeper:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
-        for session_id in list(self._held):
+        for session_id in [lease.session_id for lease in list(self._held.values())]:
             try:
                 self.release(session_id)
             except Exception as error:

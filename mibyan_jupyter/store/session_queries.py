@@ -90,6 +90,8 @@ class SessionSettings:
     max_turns: int | None = None
     max_tokens: int | None = None
     max_cost: float | None = None
+    pins: tuple[str, ...] | None = None
+    """Pinned instructions (``%agent pin``), in order; the prompt builder's pins layer."""
 
     @classmethod
     def of(cls, model: str | None, config: dict[str, Any]) -> SessionSettings:
@@ -109,11 +111,17 @@ class SessionSettings:
                 values[key] = float(number)
             elif isinstance(number, int):
                 values[key] = number
+        pins = config.get("pins")
+        if isinstance(pins, list) and all(isinstance(pin, str) for pin in pins):
+            values["pins"] = tuple(pins)
         return cls(model=model or None, **values)
 
     def config(self) -> dict[str, Any]:
         """The recorded settings as config entries (unrecorded ones left out)."""
-        return {key: getattr(self, key) for key in SETTING_KEYS if getattr(self, key) is not None}
+        entries = {k: getattr(self, k) for k in SETTING_KEYS if getattr(self, k) is not None}
+        if self.pins is not None:
+            entries["pins"] = list(self.pins)
+        return entries
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,13 +23,15 @@ Decisions worth knowing:
 from __future__ import annotations
 
 import builtins
+import json
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from mibyan_jupyter.secrets import scrub_config
+from mibyan_jupyter.core.safe_text import clean_text
+from mibyan_jupyter.secrets import REDACT, scrub_config
 from mibyan_jupyter.store import session_queries as queries
 from mibyan_jupyter.store.approval_rules import ApprovalRules
 from mibyan_jupyter.store.db import Database, StoreError
@@ -157,6 +159,26 @@ class SessionStore:
         info = self.get(session_id)
         with self.db.transaction() as conn:
             conn.execute("UPDATE sessions SET title = ? WHERE id = ?", (title.strip(), info.id))
+        return queries.by_id(self.db, info.id)
+
+    def set_pins(self, session_id: str, pins: Sequence[str]) -> SessionInfo:
+        """Record the session's pinned instructions (``%agent pin``) in its config, in
+        order, replacing those recorded; read back as ``info.settings.pins``. They are
+        kept there, not in the transcript, because the prompt builder renders them into
+        the system prompt (docs/architecture.md, "Prompt builder") and a compaction's
+        child copies the config, so a pin is never summarised away."""
+        info = self.get(session_id)
+        texts = [REDACT(clean_text(str(pin))).strip() for pin in pins]
+        with self.db.transaction() as conn:
+            row = conn.execute("SELECT config FROM sessions WHERE id = ?", (info.id,)).fetchone()
+            config = json.loads(row[0]) if row is not None else {}
+            if not isinstance(config, dict):
+                config = {}
+            config["pins"] = [text for text in texts if text]
+            conn.execute(
+                "UPDATE sessions SET config = ? WHERE id = ?",
+                (json.dumps(scrub_config(config)), info.id),
+            )
         return queries.by_id(self.db, info.id)
 
     def delete(self, session_id: str) -> None:

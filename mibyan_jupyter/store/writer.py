@@ -12,6 +12,9 @@ any point loses at most the message being streamed (docs/architecture.md, "Decis
   and their outcome;
 * the session status: ``running`` from ``AgentStart``, ``idle`` with the end reason at
   ``AgentEnd``, when the run's messages are also added to the full-text index.
+* a compaction (``CompactionNotice``): a child session (``link_kind='compression'``)
+  holding the compacted transcript, with the lease moved to it; :attr:`StoreWriter.session_id`
+  becomes the child's and every later write goes there (:meth:`StoreWriter.on_switch`).
 
 The writes run on a thread (:mod:`.lane`), never on the kernel's event loop: the writer is
 an async subscriber that awaits each write for up to ``patience`` seconds, so normally a
@@ -61,17 +64,24 @@ from mibyan_jupyter.core.events import (
     TurnStart,
 )
 from mibyan_jupyter.core.messages import AssistantMessage, Usage
-from mibyan_jupyter.core.notices import CompactionNotice, FallbackNotice, RetryNotice
+from mibyan_jupyter.core.notices import (
+    CompactionNotice,
+    FallbackNotice,
+    NoteNotice,
+    RetryNotice,
+)
 from mibyan_jupyter.store import writer_ops as ops
 from mibyan_jupyter.store.db import Database, StoreError
 from mibyan_jupyter.store.lane import RETRY_S, Op, Reports, WriteLane
-from mibyan_jupyter.store.records import index_pending
+from mibyan_jupyter.store.records import index_pending, new_id
 from mibyan_jupyter.store.writer_ops import ModelCall, provider_label
 
 _log = logging.getLogger(__name__)
 
 PATIENCE_S = 0.5
 """How long a run waits for one write before it goes on and the write is kept for later."""
+SwitchListener = Callable[[str, str], None]
+"""Told ``(old_session_id, new_session_id)`` when a compaction moved the writer."""
 Fence = Callable[[sqlite3.Connection], None]
 """Runs first in every write transaction; raises to refuse it (see :meth:`.lease.Lease.fence`)."""
 
@@ -121,6 +131,7 @@ class StoreWriter:
         self.stored_messages: int = int(row[1])
         """How many messages the session has in the store, as far as this writer knows:
         those it found, plus those it wrote (another writer's would make it stale)."""
+        self._switch_listeners: list[SwitchListener] = []
         self._call = ModelCall()
         self._arguments: dict[str, str] = {}
         self._awaiting: set[str] = set()
@@ -144,6 +155,18 @@ class StoreWriter:
     def stopped(self) -> StoreError | None:
         """The failure that stopped this writer for good, if any."""
         return self._lane.stopped
+
+    def on_switch(self, listener: SwitchListener) -> None:
+        """Call ``listener(old_id, new_id)`` each time a compaction moves this writer to a
+        child session, once the child is committed (on the writer's thread): the kernel's
+        state follows it (the notebook's current session, the view's header)."""
+        self._switch_listeners.append(listener)
+
+    def write(self, op: Op) -> None:
+        """Queue one more write on this writer's lane: ordered with the transcript, fenced
+        by the lease, kept and retried like the rest (the spilled results use it)."""
+        if self._lane.stopped is None:
+            self._lane.submit(self._guarded(op))
 
     def hold(self, fence: Fence) -> None:
         """Guard every write from now on with ``fence`` (the session's lease)."""
@@ -206,7 +229,10 @@ class StoreWriter:
                 self._call = ModelCall()
                 self._awaiting.clear()
                 return ops.status(self.session_id, "running")
-            case TurnStart() | CompactionNotice():
+            case CompactionNotice():
+                self._call = ModelCall()
+                return self._compacted(event)
+            case TurnStart():
                 self._call = ModelCall()
             case MessageEnd(message=AssistantMessage() as message):
                 return self._assistant_message(message)
@@ -241,11 +267,33 @@ class StoreWriter:
                 return op
             case MessageStart() | MessageUpdate() | ToolExecutionUpdate() | TurnEnd():
                 pass
-            case BudgetUpdated():
-                pass
+            case BudgetUpdated() | NoteNotice():
+                pass  # ephemeral: never stored (docs/architecture.md, "Prompt builder")
             case _:
                 assert_never(event)
         return None
+
+    def _compacted(self, notice: CompactionNotice) -> Op | None:
+        """Continue in a child session holding the compacted transcript
+        (docs/architecture.md, "Context compression"). The id is chosen now, so every
+        write made after this event goes to the child even while this one is kept for a
+        retry; a notice without the transcript (an older producer) changes nothing."""
+        messages = tuple(notice.messages)
+        if not messages:
+            return None
+        parent, child = self.session_id, new_id()
+        self.session_id = self._reports.session_id = child
+
+        def switched() -> None:
+            self.stored_messages = len(messages)
+            self.last_seq = len(messages) - 1
+            for listener in list(self._switch_listeners):
+                try:
+                    listener(parent, child)
+                except Exception as error:  # a listener's bug must not stop the writer
+                    _log.exception("a session-switch listener failed: %s", error)
+
+        return ops.compaction(parent, child, messages, switched)
 
     def _inserted(self, seq: int) -> None:
         """A message is written (on the lane's thread, once committed)."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from mibyan_jupyter.core.events import ApprovalResolved, ToolExecutionEnd, ToolExecutionStart
@@ -231,5 +231,50 @@ def tool_ended(session_id: str, event: ToolExecutionEnd) -> Op:
 def status(session_id: str, value: str, *, end_reason: str | None = None) -> Op:
     def run(conn: sqlite3.Connection) -> None:
         update_status(conn, session_id, value, end_reason=end_reason)
+
+    return run
+
+
+def compaction(
+    parent: str, child: str, messages: Sequence[Message], switched: Callable[[], None]
+) -> Op:
+    """The child session a compaction continues in, in one transaction: a copy of the
+    parent's row (title, model, notebook, config with its pins, status) linked to it
+    (``link_kind='compression'``, ``fork_at``: how many of its first messages are the
+    compacted transcript), those messages, the approval records of their tool calls, and
+    the lease moved from the parent to the child (same token, so the kernel's
+    :class:`~.lease.Lease` follows it); the parent is left idle, ended ``compacted``.
+    Nothing is half done: a crash leaves the parent as it was, or the child whole."""
+    kept = tuple(messages)
+
+    def run(conn: sqlite3.Connection) -> Callable[[], None]:
+        now = time.time()
+        conn.execute(
+            "INSERT INTO sessions (id, parent_id, link_kind, fork_at, title, model, api_mode,"
+            " notebook_path, status, owner_pid, owner_host, config, lease_token, lease_pid,"
+            " lease_host, lease_heartbeat_at, created_at, updated_at) SELECT ?, id,"
+            " 'compression', ?, title, model, api_mode, notebook_path, status, owner_pid,"
+            " owner_host, config, lease_token, lease_pid, lease_host, lease_heartbeat_at, ?, ?"
+            " FROM sessions WHERE id = ?",
+            (child, len(kept), now, now, parent),
+        )
+        conn.execute(
+            "UPDATE sessions SET status = 'idle', owner_pid = NULL, owner_host = NULL,"
+            " lease_token = NULL, lease_pid = NULL, lease_host = NULL, lease_heartbeat_at = NULL,"
+            " ended_at = ?, end_reason = 'compacted', updated_at = ? WHERE id = ?",
+            (now, now, parent),
+        )
+        for seq, msg in enumerate(kept):
+            insert_message(conn, child, msg, seq=seq)
+        conn.execute(  # the approval records of the calls the child keeps
+            "INSERT OR IGNORE INTO tool_calls (session_id, call_id, name, arguments, status,"
+            " decision, scope, decided_by, reason, requested_at, decided_at, started_at,"
+            " finished_at) SELECT ?, call_id, name, arguments, status, decision, scope,"
+            " decided_by, reason, requested_at, decided_at, started_at, finished_at"
+            " FROM tool_calls t WHERE t.session_id = ? AND EXISTS (SELECT 1 FROM messages m"
+            " WHERE m.session_id = ? AND m.tool_call_id = t.call_id)",
+            (child, parent, child),
+        )
+        return switched
 
     return run

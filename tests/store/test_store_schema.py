@@ -194,6 +194,12 @@ EXPECTED_SCHEMA = [
         None,
     ),
     (
+        "index",
+        "sqlite_autoindex_tool_results_1",
+        "tool_results",
+        None,
+    ),
+    (
         "table",
         "sqlite_sequence",
         "sqlite_sequence",
@@ -220,6 +226,28 @@ EXPECTED_SCHEMA = [
         "    finished_at  REAL,\n"
         "    PRIMARY KEY (session_id, call_id)\n"
         ") STRICT",
+    ),
+    # Migration 0003 (big tool results kept in full) added these.
+    (
+        "table",
+        "tool_results",
+        "tool_results",
+        "CREATE TABLE tool_results (\n"
+        "    session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,\n"
+        "    result_id  TEXT NOT NULL,\n"
+        "    call_id    TEXT NOT NULL,\n"
+        "    tool_name  TEXT NOT NULL,\n"
+        "    content    TEXT NOT NULL,\n"
+        "    chars      INTEGER NOT NULL,\n"
+        "    created_at REAL NOT NULL,\n"
+        "    PRIMARY KEY (session_id, result_id)\n"
+        ") STRICT",
+    ),
+    (
+        "index",
+        "tool_results_by_id",
+        "tool_results",
+        "CREATE UNIQUE INDEX tool_results_by_id ON tool_results(result_id)",
     ),
     (
         "index",
@@ -366,6 +394,21 @@ def test_a_database_made_by_the_first_schema_migrates_forward(tmp_path: Path) ->
         assert after == before
         assert load_messages(db, "s1") == MESSAGES
         assert db.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def test_a_database_made_by_the_second_schema_migrates_forward(tmp_path: Path) -> None:
+    """Schema 2 (the lease) gains the results table and keeps every row."""
+    path = tmp_path / "two.sqlite3"
+    first_schema_database(path)
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.executescript(migrations()[1][2])
+    conn.execute("PRAGMA user_version=2")
+    conn.close()
+    with Database(path) as db:
+        assert db.conn.execute("PRAGMA user_version").fetchone()[0] == LATEST
+        assert schema(db.conn) == EXPECTED_SCHEMA
+        assert load_messages(db, "s1") == MESSAGES
+        assert db.conn.execute("SELECT count(*) FROM tool_results").fetchone()[0] == 0
 
 
 # -- files that are refused -----------------------------------------------------------------
