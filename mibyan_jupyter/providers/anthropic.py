@@ -44,6 +44,7 @@ from mibyan_jupyter.core.messages import (
 from mibyan_jupyter.core.stream import ModelRequest, ThinkingLevel, ToolSpec
 from mibyan_jupyter.providers._anthropic_parse import AnthropicParser, json_object, map_stop_reason
 from mibyan_jupyter.providers.base import ApiMode
+from mibyan_jupyter.providers.notes import add_anthropic_notes
 
 Block: TypeAlias = dict[str, Any]
 WireMessage: TypeAlias = dict[str, Any]
@@ -97,6 +98,9 @@ class AnthropicAdapter:
         system, messages = self.convert_messages(request.system_prompt, request.messages)
         if prompt_caching:
             mark_cache_breakpoints(system, messages)
+        # After the breakpoints, so they stay on the transcript and the notes stay outside
+        # the cached prefix (docs/architecture.md, "Prompt builder").
+        add_anthropic_notes(messages, request.notes)
         if self._paused is not None:  # after the breakpoints: the paused blocks go back as-is
             _append(messages, "assistant", self._paused.content_blocks())
         budget = THINKING_BUDGETS.get(request.thinking_level)

@@ -34,6 +34,7 @@ from mibyan_jupyter.core.stream import ModelRequest, StreamEvent, ToolSpec
 from . import _openai_common as common
 from .base import ApiMode, SseEvent
 from .errors import ProviderError
+from .notes import add_chat_notes
 
 JsonObject = common.JsonObject
 
@@ -60,9 +61,11 @@ class ChatCompletionsAdapter:
         self, request: ModelRequest, model_id: str, *, prompt_caching: bool
     ) -> dict[str, Any]:
         """``prompt_caching`` needs nothing here: OpenAI-style servers cache prefixes alone."""
+        messages = self.convert_messages(request.system_prompt, request.messages)
+        add_chat_notes(messages, request.notes)  # after the transcript: the prefix stays cached
         body: JsonObject = {
             "model": model_id,
-            "messages": self.convert_messages(request.system_prompt, request.messages),
+            "messages": messages,
             "stream": True,
             "stream_options": {"include_usage": True},
         }

@@ -39,6 +39,7 @@ from . import _openai_common as common
 from ._responses_reasoning import ReasoningItems
 from .base import ApiMode, SseEvent
 from .errors import ProviderError
+from .notes import add_responses_notes
 
 JsonObject = common.JsonObject
 
@@ -69,9 +70,11 @@ class ResponsesAdapter:
         self, request: ModelRequest, model_id: str, *, prompt_caching: bool
     ) -> dict[str, Any]:
         """``prompt_caching`` needs nothing here: OpenAI caches prefixes alone."""
+        conversation = self.convert_messages(request.system_prompt, request.messages)
+        add_responses_notes(conversation["input"], request.notes)  # after the transcript
         body: JsonObject = {
             "model": model_id,
-            **self.convert_messages(request.system_prompt, request.messages),
+            **conversation,
             "stream": True,
             "store": False,
         }

@@ -17,7 +17,8 @@ from mibyan_jupyter.testing.scripts import echo_reply, load_script
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m mibyan_jupyter.testing [--port N] [--script FILE.json]``."""
+    """``python -m mibyan_jupyter.testing [--port N] [--script FILE.json]
+    [--context-window TOKENS]``."""
     parser = argparse.ArgumentParser(
         prog="python -m mibyan_jupyter.testing",
         description="A fake LLM provider on localhost speaking the OpenAI Chat Completions, "
@@ -28,11 +29,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=8765, help="0 picks a free port")
     parser.add_argument("--script", help="JSON list of replies and faults")
     parser.add_argument("--quiet", action="store_true", help="do not log requests")
+    parser.add_argument(
+        "--context-window",
+        type=int,
+        default=None,
+        metavar="TOKENS",
+        help="refuse prompts over TOKENS (counted at 3 UTF-8 bytes a token) with HTTP 400",
+    )
     args = parser.parse_args(argv)
     items = load_script(args.script) if args.script else []
     fallback = None if args.script else echo_reply
     with FakeProviderServer(
-        *items, host=args.host, port=args.port, fallback=fallback, verbose=not args.quiet
+        *items,
+        host=args.host,
+        port=args.port,
+        fallback=fallback,
+        verbose=not args.quiet,
+        context_window=args.context_window,
     ) as server:
         print(f"Fake provider listening on {server.base_url}", flush=True)
         with contextlib.suppress(KeyboardInterrupt):

@@ -7,8 +7,10 @@ notebook at it (``python -m mibyan_jupyter.testing``) to try the agent with no
 key and no network.
 
 Routes (``/v1`` optional): ``POST /v1/chat/completions``, ``/v1/responses``, ``/v1/messages``.
-Each request takes the next item of one FIFO shared by all routes (:class:`FakeReply` or
-:class:`Fault`), and is recorded first (:attr:`FakeProviderServer.requests`). An empty script
+Each request is recorded first (:attr:`FakeProviderServer.requests`); a server with a
+``context_window`` then refuses an oversize one (HTTP 400, the body a real provider sends)
+without using a script item. Otherwise it takes the next item of one FIFO shared by all
+routes (:class:`FakeReply` or :class:`Fault`). An empty script
 answers HTTP 500 saying so, so a test that forgot a reply fails loudly. Streams use chunked
 transfer encoding on keep-alive connections, like the real APIs; ``"stream": false`` gets
 the equivalent JSON body.
@@ -24,6 +26,7 @@ import contextlib
 import socket
 import threading
 
+from mibyan_jupyter.testing.context_window import Overflow
 from mibyan_jupyter.testing.handler import ProviderHttpServer
 from mibyan_jupyter.testing.playback import Playback
 from mibyan_jupyter.testing.scripts import Fallback, RecordedRequest, ScriptItem
@@ -36,6 +39,9 @@ class FakeProviderServer:
     a ``with`` block). ``port=0`` picks a free port; ``fallback`` answers when the script is
     empty (the CLI's demo mode uses
     :func:`~mibyan_jupyter.testing.scripts.echo_reply`), otherwise an empty script is a 500.
+    ``context_window`` makes it refuse oversize prompts, counted its own way (so a test never
+    grades the agent's estimator with itself); ``keep_requests`` keeps only the last N
+    requests in :attr:`requests` (a long benchmark), numbering them all the same.
     """
 
     def __init__(
@@ -45,8 +51,16 @@ class FakeProviderServer:
         port: int = 0,
         fallback: Fallback | None = None,
         verbose: bool = False,
+        context_window: int | None = None,
+        keep_requests: int | None = None,
     ) -> None:
-        self.playback = Playback(items, fallback=fallback, verbose=verbose)
+        self.playback = Playback(
+            items,
+            fallback=fallback,
+            verbose=verbose,
+            context_window=context_window,
+            keep_requests=keep_requests,
+        )
         self._httpd = ProviderHttpServer((host, port), self.playback)
         self.host, self.port = host, int(self._httpd.server_address[1])
         self._thread = threading.Thread(
@@ -75,6 +89,28 @@ class FakeProviderServer:
     def base_url(self) -> str:
         """``http://127.0.0.1:PORT/v1``, what OpenAI and Anthropic clients take as base URL."""
         return f"{self.url}/v1"
+
+    @property
+    def context_window(self) -> int | None:
+        """The window (tokens, counted by :mod:`.context_window`) this server enforces:
+        a request over it is refused with the HTTP 400 a real provider sends for a prompt
+        that is too long. ``None`` (the default): no limit."""
+        return self.playback.context_window
+
+    @context_window.setter
+    def context_window(self, value: int | None) -> None:
+        self.playback.context_window = value
+
+    @property
+    def overflows(self) -> list[Overflow]:
+        """The requests refused for their size, oldest first (a copy)."""
+        return self.playback.overflows
+
+    @property
+    def max_request_tokens(self) -> int:
+        """The largest prompt counted against :attr:`context_window` so far, in the
+        server's own count (0 while no window is set)."""
+        return self.playback.max_request_tokens
 
     def push(self, *items: ScriptItem) -> None:
         """Append replies or faults to the script (FIFO, shared by all routes)."""

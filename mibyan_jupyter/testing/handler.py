@@ -1,6 +1,9 @@
 """The fake provider's HTTP side: one handler per connection that records each request and
 plays the next script item over the wire (replies, statuses, resets, stalls, cuts).
 
+A server given a context window counts every request first (``Playback.admit``) and
+refuses an oversize one with the HTTP 400 a real provider sends, without using a script item.
+
 Why the standard library's ``http.server``: the faults need control of the socket itself
 (RST with ``SO_LINGER`` 0, a chunked body cut mid-event, no final chunk) that an ASGI server
 would hide, and it adds no dependency for users who test with it.
@@ -79,9 +82,13 @@ class _Handler(BaseHTTPRequestHandler):
             message = f"fake provider: no route for POST {request.path}"
             self._json(404, {"error": {"message": message, "type": "not_found"}})
             return
-        item = self.playback.next_item(request)
+        overflow = self.playback.admit(request)
+        # A refused request uses no script item, as a real API refuses before it generates.
+        item = None if overflow is not None else self.playback.next_item(request)
         try:
-            if item is None:
+            if overflow is not None:
+                self._json(overflow.status, overflow.body)
+            elif item is None:
                 self._json(500, error_body(request.api, 500, message=EMPTY_SCRIPT))
             else:
                 self._play(request.api, item, request)

@@ -1,5 +1,5 @@
 """What one fake server plays and what it saw: the script FIFO, the request log, the open
-connections, and the closing flag sleeping faults wait on.
+connections, the closing flag sleeping faults wait on, and the context window it enforces.
 
 Why a class of its own: the HTTP handler runs on one thread per connection and the test on
 another; everything they share is here, behind one lock, so the handler only ever calls
@@ -13,6 +13,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterable
 
+from mibyan_jupyter.testing.context_window import Overflow, check_window, request_tokens
 from mibyan_jupyter.testing.scripts import Fallback, RecordedRequest, ScriptItem
 
 
@@ -20,13 +21,24 @@ class Playback:
     """The script (FIFO, shared by all routes) and the record of every request."""
 
     def __init__(
-        self, items: Iterable[ScriptItem] = (), *, fallback: Fallback | None, verbose: bool
+        self,
+        items: Iterable[ScriptItem] = (),
+        *,
+        fallback: Fallback | None,
+        verbose: bool,
+        context_window: int | None = None,
+        keep_requests: int | None = None,
     ) -> None:
         self.verbose = verbose
+        self.context_window = context_window
         self._fallback = fallback
         self._lock = threading.Lock()
         self._script: deque[ScriptItem] = deque(items)
-        self._requests: list[RecordedRequest] = []
+        # Bounded on request: a long bench must not keep every body it was sent.
+        self._requests: deque[RecordedRequest] = deque(maxlen=keep_requests)
+        self._count = 0
+        self._overflows: list[Overflow] = []
+        self._max_tokens = 0
         self._connections: set[socket.socket] = set()
         self._closing = threading.Event()
 
@@ -51,9 +63,37 @@ class Playback:
         """Log the request ``make`` builds from its 1-based number (numbered in the lock,
         so concurrent requests never share a number)."""
         with self._lock:
-            request = make(len(self._requests) + 1)
+            self._count += 1
+            request = make(self._count)
             self._requests.append(request)
             return request
+
+    def admit(self, request: RecordedRequest) -> Overflow | None:
+        """Count the request's prompt the server's own way
+        (:func:`~mibyan_jupyter.testing.context_window.check_window`); the overflow to answer
+        with when it does not fit :attr:`context_window`, else ``None``."""
+        window = self.context_window
+        if window is None or request.api is None:
+            return None
+        tokens = request_tokens(request.body) if request.body is not None else 0
+        overflow = check_window(request.api, request.raw, window)
+        with self._lock:
+            self._max_tokens = max(self._max_tokens, tokens)
+            if overflow is not None:
+                self._overflows.append(overflow)
+        return overflow
+
+    @property
+    def overflows(self) -> list[Overflow]:
+        """The requests refused for their size, oldest first (a copy)."""
+        with self._lock:
+            return list(self._overflows)
+
+    @property
+    def max_request_tokens(self) -> int:
+        """The largest prompt counted against the window so far (0: none counted)."""
+        with self._lock:
+            return self._max_tokens
 
     def next_item(self, request: RecordedRequest) -> ScriptItem | None:
         """The next script item, else the fallback's answer, else ``None`` (a loud 500)."""
