@@ -16,6 +16,8 @@ ApproveMode = Literal["ask", "auto", "deny"]
 APPROVE_MODES: tuple[ApproveMode, ...] = ("ask", "auto", "deny")
 THINKING_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh")
 TOOL_MODES = ("parallel", "sequential")
+CompactMode = Literal["auto", "ask", "off"]
+COMPACT_MODES: tuple[CompactMode, ...] = ("auto", "ask", "off")
 
 
 class Defaults(Protocol):
@@ -46,6 +48,12 @@ class Defaults(Protocol):
     def headless_wait(self) -> float: ...
     @property
     def db_path(self) -> str: ...
+    @property
+    def compact(self) -> str: ...
+    @property
+    def context_window(self) -> int: ...
+    @property
+    def variables(self) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -65,6 +73,9 @@ class BuiltinDefaults:
     tool_mode: str = "parallel"
     headless_wait: float = 2.0
     db_path: str = ""
+    compact: str = "auto"
+    context_window: int = 0
+    variables: bool = True
 
 
 BUILTIN = BuiltinDefaults()
@@ -82,6 +93,9 @@ HELP: dict[str, str] = {
     "tool_mode": "Tool execution.",
     "headless_wait": "Seconds to wait for a front end before the policy decides approvals.",
     "db_path": "Session database (empty: $MIBYAN_DB or the Jupyter data dir).",
+    "compact": "Context compaction: auto | ask (the view asks first) | off.",
+    "context_window": "Context window in tokens for every model (0: the bundled table).",
+    "variables": "Send a short summary of the user's variables with each request.",
 }
 """One help text per setting: the traitlet's ``help`` and ``%agent config``'s meaning."""
 

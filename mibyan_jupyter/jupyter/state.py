@@ -152,6 +152,22 @@ class KernelState:
     def make_current(self, notebook: str | None, session_id: str) -> None:
         self._current[notebook] = session_id
 
+    def follow(self, old_id: str, new_id: str) -> None:
+        """A compaction moved the session's writer to its child (``new_id``): the handle,
+        the notebooks' current session and a run in progress follow it, so the next cell
+        continues the child (docs/architecture.md, "Context compression")."""
+        handle = self._sessions.pop(old_id, None)
+        if handle is not None:
+            handle.session_id = new_id
+            self._sessions[new_id] = handle
+        for notebook, current in list(self._current.items()):
+            if current == old_id:
+                self._current[notebook] = new_id
+        run = self._runs.pop(old_id, None)
+        if run is not None:
+            run.session_id = new_id
+            self._runs[new_id] = run
+
     def forget_session(self, session_id: str) -> None:
         """A deleted session: no handle, and no notebook's current session any more."""
         self._sessions.pop(session_id, None)

@@ -35,15 +35,31 @@ AUTO_MODELS = (
 )
 """The model used when none is configured: the first provider whose key is set."""
 
-CONTEXT_WINDOWS = (
+CONTEXT_WINDOWS: tuple[tuple[str, int], ...] = (
     ("demo", 8_192),
-    ("openai:gpt-4.1", 1_047_576),
-    ("openai:gpt-5", 400_000),
-    ("openai:gpt-4o", 128_000),
-    ("openai:o", 200_000),
-    ("anthropic:claude", 200_000),
+    ("gpt-4.1", 1_047_576),
+    ("gpt-5", 400_000),
+    ("gpt-4o", 128_000),
+    ("o1", 200_000),
+    ("o3", 200_000),
+    ("o4", 200_000),
+    ("claude-3-5-haiku", 200_000),
+    ("claude", 200_000),
+    ("gemini-2", 1_048_576),
+    ("llama3.1", 131_072),
+    ("llama3.2", 131_072),
+    ("llama3.3", 131_072),
+    ("llama3", 8_192),
+    ("qwen2.5", 32_768),
+    ("qwen3", 40_960),
+    ("mistral", 32_768),
+    ("deepseek", 65_536),
 )
-"""Context windows by label prefix, for the view's context bar (unknown: usage only)."""
+"""Context windows of known models by model-name prefix (the part after ``provider:`` and
+any ``vendor/`` of a router), longest-known first: the view's context bar and the
+compaction thresholds use them. Unknown models (local servers) have none unless
+``--context-window`` or ``c.AgentMagics.context_window`` gives it; then the conversation is
+compacted only when the provider says it overflowed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +83,7 @@ def choose_model(requested: str, *, whose: str = "") -> ChosenModel:
     came from when that is not the cell (e.g. "this session's model"), for the message."""
     name = requested.strip() or _automatic()
     if name in DEMO_MODELS:
-        return ChosenModel(name, name, True, _context_window(name))
+        return ChosenModel(name, name, True, context_window_of(name))
     from mibyan_jupyter.providers.spec import ModelSpecError, resolve_model
 
     other = "choose another with --model" if whose else "use --model demo"
@@ -85,7 +101,7 @@ def choose_model(requested: str, *, whose: str = "") -> ChosenModel:
             f"{subject} needs an API key: set {spec.key_env} in the kernel's environment "
             f"(e.g. %env {spec.key_env}=...) or {other}"
         )
-    return ChosenModel(name, spec.label, False, _context_window(spec.label), spec)
+    return ChosenModel(name, spec.label, False, context_window_of(spec.label), spec)
 
 
 def choose_cell_model(options: CellOptions, session_model: str | None) -> ChosenModel:
@@ -104,9 +120,13 @@ def _automatic() -> str:
     return "demo"
 
 
-def _context_window(label: str) -> int | None:
+def context_window_of(label: str) -> int | None:
+    """The bundled table's window for a model label (``openai:gpt-4.1-mini``,
+    ``openrouter:anthropic/claude-sonnet-4-5``, ``ollama:llama3.1:8b``); ``None``: unknown."""
+    name = label.split(":", 1)[1] if ":" in label else label
+    name = name.rsplit("/", 1)[-1].lower()
     for prefix, tokens in CONTEXT_WINDOWS:
-        if label.startswith(prefix):
+        if name.startswith(prefix):
             return tokens
     return None
 

@@ -20,9 +20,11 @@ from IPython.core.magic_arguments import argument, magic_arguments
 
 from mibyan_jupyter.jupyter.defaults import (
     APPROVE_MODES,
+    COMPACT_MODES,
     THINKING_LEVELS,
     TOOL_MODES,
     ApproveMode,
+    CompactMode,
     Defaults,
 )
 
@@ -57,6 +59,12 @@ class CellOptions:
     fallback_models: tuple[str, ...]
     after: bool
     """Queue as a follow-up (run after the agent finishes) instead of steering."""
+    compact: CompactMode = "auto"
+    """When the conversation is compacted (docs/architecture.md, "Context compression")."""
+    context_window: int | None = None
+    """The cell's or configured window in tokens (``None``: the bundled table's)."""
+    variables: bool = True
+    """Send the user's variables summary as an ephemeral note with each request."""
     explicit: frozenset[str] = frozenset()
     """The settings the cell's line gave (field names, e.g. ``"model"``): these override
     what a resumed session recorded; the others come from the session when it has them."""
@@ -100,6 +108,18 @@ _OPTIONS: tuple[tuple[tuple[str, ...], dict[str, Any]], ...] = (
     (
         ("--fallback",),
         {"nargs": "+", "metavar": "MODEL", "help": "models to fail over to, in order"},
+    ),
+    (("--compact",), {"help": "auto | ask | off: compact the conversation near the window"}),
+    (
+        ("--context-window",),
+        {"help": "the model's context window in tokens (default: the bundled table)"},
+    ),
+    (
+        ("--no-variables",),
+        {
+            "action": "store_true",
+            "help": "do not send a summary of your variables with each request",
+        },
     ),
     (
         ("--after",),
@@ -168,6 +188,9 @@ def _explicit(args: Any) -> frozenset[str]:
         "max_tokens": args.max_tokens,
         "max_cost": args.max_cost,
         "fallback_models": args.fallback,
+        "compact": args.compact,
+        "context_window": args.context_window,
+        "variables": True if args.no_variables else None,
     }
     return frozenset(name for name, value in given.items() if value is not None)
 
@@ -202,6 +225,11 @@ def parse_cell_line(line: str, defaults: Defaults) -> CellOptions:
         tool_mode=_choice("tool-mode", args.tool_mode or defaults.tool_mode, TOOL_MODES),
         fallback_models=tuple(args.fallback or defaults.fallback_models),
         after=bool(args.after),
+        compact=_choice("compact", args.compact or defaults.compact, COMPACT_MODES),  # type: ignore[arg-type]
+        context_window=(
+            _positive("context-window", args.context_window, int) or defaults.context_window or None
+        ),
+        variables=bool(defaults.variables) and not args.no_variables,
         explicit=_explicit(args),
     )
 

@@ -17,6 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 from mibyan_jupyter.core.budget import BudgetLimits
 from mibyan_jupyter.core.tools import ToolRegistry
+from mibyan_jupyter.jupyter.cell.context import (
+    compaction_settings,
+    kernel_name,
+    notebook_context,
+    session_builder,
+    variables_notes,
+)
 from mibyan_jupyter.jupyter.cell.models import ChosenModel, choose_cell_model, stream_function
 from mibyan_jupyter.jupyter.cell.options import AgentUsageError, CellOptions, parse_cell_line
 from mibyan_jupyter.jupyter.kernel_tools import UnknownToolGroupError, kernel_tools, parse_groups
@@ -27,6 +34,7 @@ if TYPE_CHECKING:
     from mibyan_jupyter.core.approval import ApprovalGate
     from mibyan_jupyter.core.stream import StreamFn
     from mibyan_jupyter.jupyter.defaults import Defaults
+    from mibyan_jupyter.jupyter.view import AgentView
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are a helpful assistant working inside a Jupyter notebook, in the user's running "
@@ -51,6 +59,8 @@ class CellPlan:
     """Nobody can click (the real cell magic called synchronously): the policy decides."""
     headless_wait: float
     """Seconds to wait for a front end before the policy decides approvals."""
+    pins: tuple[str, ...] = ()
+    """The session's pinned instructions as recorded (a new session: none)."""
 
 
 def plan_cell(
@@ -94,6 +104,8 @@ def plan_from_options(
     if session is not None:
         options = with_session_settings(options, session)
     chosen = choose_cell_model(options, session.model if session is not None else None)
+    if options.context_window is not None:  # the cell's or configured window wins the table's
+        chosen = replace(chosen, context_window=options.context_window)
     stream_fn = stream_function(chosen, options.fallback_models)
     try:
         groups = parse_groups(options.tools)
@@ -114,6 +126,7 @@ def plan_from_options(
         ),
         headless=headless,
         headless_wait=float(defaults.headless_wait),
+        pins=tuple(getattr(session, "pins", None) or ()),
     )
 
 
@@ -131,9 +144,19 @@ def session_config(plan: CellPlan) -> dict[str, Any]:
     ).config()
 
 
-def configure_agent(agent: Agent, plan: CellPlan, approval: ApprovalGate) -> None:
+def configure_agent(
+    agent: Agent,
+    plan: CellPlan,
+    approval: ApprovalGate,
+    *,
+    view: AgentView | None = None,
+    notebook: str | None = None,
+    results: Any = None,
+) -> None:
     """This cell's settings on the session's agent (the next cell may change them): the
-    one place the model, stream function, tools, budget and approval are set."""
+    one place the model, stream function, tools, budget, approval, prompt builder and
+    compaction are set. ``view`` asks before compacting (``--compact ask``); ``results``
+    keeps the spilled tool results (``None``: the agent's own, in memory)."""
     from IPython.core.getipython import get_ipython
 
     shell = get_ipython()
@@ -155,3 +178,38 @@ def configure_agent(agent: Agent, plan: CellPlan, approval: ApprovalGate) -> Non
         agent.state.system_prompt = options.system_prompt
     agent.budget = plan.budget
     agent.approval = approval
+    _lasting(agent, plan, view, notebook, shell, namespace)
+    if results is not None:
+        agent.result_store = results
+
+
+def _lasting(
+    agent: Agent,
+    plan: CellPlan,
+    view: AgentView | None,
+    notebook: str | None,
+    shell: Any,
+    namespace: dict[str, Any],
+) -> None:
+    """The session's prompt builder, compaction and notes (docs/architecture.md, "Prompt
+    builder", "Context compression"): the builder is kept on the agent across cells."""
+    from mibyan_jupyter.memory import Memory
+
+    memory = Memory.for_folder(Path.cwd())
+    current = agent.prompt_builder
+    # The instructions are the session's own prompt, never a prompt built before.
+    instructions = plan.options.system_prompt or (
+        current.instructions if current is not None else agent.state.system_prompt
+    )
+    context = notebook_context(notebook, kernel_name(shell), Path.cwd())
+    agent.prompt_builder = session_builder(
+        current,
+        instructions,
+        context,
+        memory.snapshot(),
+        plan.pins,
+    )
+    if view is not None:
+        flush = memory if "memory" in plan.groups else None
+        agent.compaction = compaction_settings(plan, view, flush)
+    agent.notes = variables_notes(namespace, shell) if plan.options.variables else None

@@ -16,6 +16,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from mibyan_jupyter.jupyter.cell.approver import approval_gate
+from mibyan_jupyter.jupyter.cell.context import session_results
 from mibyan_jupyter.jupyter.cell.options import CellOptions, parse_cell_line
 from mibyan_jupyter.jupyter.cell.plan import (
     CellPlan,
@@ -174,7 +175,14 @@ async def _run(
     """Run the prompt with the view subscribed; always finish the view and the run record."""
     loop = asyncio.get_running_loop()
     agent, writer = handle.agent, handle.writer
-    configure_agent(agent, plan, approval_gate(plan, handle.policy, view, loop))
+    configure_agent(
+        agent,
+        plan,
+        approval_gate(plan, handle.policy, view, loop),
+        view=view,
+        notebook=notebook_path(),
+        results=session_results(state.store().db, handle.session_id, handle.writer),
+    )
     stopped = False
     told = 0
 

@@ -124,6 +124,7 @@ def _keep(
 
     store = state.store()
     writer = attach(agent, store, info)
+    writer.on_switch(state.follow)  # after a compaction, the kernel continues the child
     policy = policy if policy is not None else approval_policy(store)
     handle = SessionHandle(info.id, agent, writer, policy, info.title)
     state.keep(handle)

@@ -9,7 +9,7 @@ from typing import Any
 
 from mibyan_jupyter.jupyter.cell.options import AgentUsageError
 from mibyan_jupyter.jupyter.cell.sessions import user_facing
-from mibyan_jupyter.jupyter.commands import control, memory, sessions
+from mibyan_jupyter.jupyter.commands import context, control, memory, sessions
 
 COMMANDS_HELP = """\
 %agent sessions [--search TEXT] [--notebook] [--model M] [--limit N]
@@ -28,6 +28,8 @@ COMMANDS_HELP = """\
 %agent memory [show|add TEXT|replace OLD NEW|remove OLD|path] [--user]
                                         what the agent remembers across sessions (MEMORY.md,
                                         or USER.md with --user)
+%agent compact                          summarise the older messages of the current session now
+%agent pin TEXT | pins | unpin N        instructions kept in the system prompt (never summarised)
 ID is a session id or its first characters, "last" or "current" (this notebook's).
 A %%agent cell's options: %%agent --help"""
 
@@ -44,6 +46,10 @@ COMMANDS: dict[str, Callable[[list[str]], Any]] = {
     "models": control.models,
     "delete": sessions.delete,
     "memory": memory.memory,
+    "compact": context.compact,
+    "pin": context.pin,
+    "pins": context.pins,
+    "unpin": context.unpin,
 }
 
 

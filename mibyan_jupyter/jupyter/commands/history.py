@@ -83,11 +83,19 @@ def show_history(store: SessionStore, session_id: str) -> list[Any]:
 def export_session(
     store: SessionStore, session: str, path: str | None, fmt: str | None, verify: bool
 ) -> Any:
-    """Write the session to ``path`` (default: ``<title>.ipynb`` next to the notebook)."""
-    from mibyan_jupyter.store.records import load_messages
+    """Write the session to ``path`` (default: ``<title>.ipynb`` next to the notebook): its
+    whole history across compactions (the real messages, not the summaries that replaced
+    them), with spilled tool results put back in full (docs/architecture.md, "Store")."""
+    from functools import partial
+
+    from mibyan_jupyter.export.spilled import inline_spilled
+    from mibyan_jupyter.store.lineage import lineage_messages
+    from mibyan_jupyter.store.results import full_text
 
     info = store.get(session)
-    messages = load_messages(store.db, info.id)
+    messages = inline_spilled(
+        lineage_messages(store.db, info.id), partial(full_text, store.db, info.id)
+    )
     meta = session_meta(info, messages)
     fmt = fmt or ("md" if path and path.endswith(".md") else "ipynb")
     target = Path(path or f"session-{info.id[:8]}.{fmt}")

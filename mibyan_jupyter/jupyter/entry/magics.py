@@ -21,12 +21,13 @@ import threading
 from typing import Any
 
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
-from traitlets import Enum, Float, Int, List, Unicode
+from traitlets import Bool, Enum, Float, Int, List, Unicode
 
 from mibyan_jupyter.jupyter.cell.options import USAGE, wants_help
 from mibyan_jupyter.jupyter.defaults import (
     APPROVE_MODES,
     BUILTIN,
+    COMPACT_MODES,
     HELP,
     THINKING_LEVELS,
     TOOL_MODES,
@@ -52,6 +53,9 @@ class AgentMagics(Magics):
     tool_mode = Enum(list(TOOL_MODES), BUILTIN.tool_mode, help=HELP["tool_mode"]).tag(config=True)
     headless_wait = Float(BUILTIN.headless_wait, help=HELP["headless_wait"]).tag(config=True)
     db_path = Unicode(BUILTIN.db_path, help=HELP["db_path"]).tag(config=True)
+    compact = Enum(list(COMPACT_MODES), BUILTIN.compact, help=HELP["compact"]).tag(config=True)
+    context_window = Int(BUILTIN.context_window, help=HELP["context_window"]).tag(config=True)
+    variables = Bool(BUILTIN.variables, help=HELP["variables"]).tag(config=True)
 
     @cell_magic("agent")  # type: ignore[arg-type]
     def agent_cell(self, line: str, cell: str) -> None:

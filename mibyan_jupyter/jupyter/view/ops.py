@@ -29,7 +29,7 @@ ToolStatus: TypeAlias = Literal["running", "awaiting approval", "done", "error",
 """Shown as is on the card (the front end starts a card at "pending")."""
 NoticeLevel: TypeAlias = Literal["info", "warning", "error"]
 NoticeKind: TypeAlias = Literal[
-    "note", "error", "stop", "budget", "retry", "fallback", "compaction"
+    "note", "error", "stop", "budget", "retry", "fallback", "compaction", "notes"
 ]
 BarName: TypeAlias = Literal["turns", "total_tokens", "cost", "context"]
 QueueMode: TypeAlias = Literal["steer", "follow_up"]
@@ -184,6 +184,8 @@ class NoticeOp(TypedDict):
     level: NoticeLevel
     kind: NoticeKind
     text: str
+    detail: NotRequired[str]
+    """Shown collapsed under the notice (a compaction's summary): expanded on a click."""
 
 
 class QueuedOp(TypedDict):

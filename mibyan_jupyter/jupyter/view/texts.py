@@ -9,7 +9,12 @@ from typing import Any
 
 from mibyan_jupyter.core.events import ApprovalResolved, BudgetStatus
 from mibyan_jupyter.core.messages import ToolMessage, content_text
-from mibyan_jupyter.core.notices import CompactionNotice, FallbackNotice, RetryNotice
+from mibyan_jupyter.core.notices import (
+    CompactionNotice,
+    FallbackNotice,
+    NoteNotice,
+    RetryNotice,
+)
 from mibyan_jupyter.export.render import ARGS_LIMIT, RESULT_LIMIT, RUN_PYTHON
 from mibyan_jupyter.jupyter.view.ops import BarName, BarOp, NoticeOp, ResultOp
 
@@ -104,11 +109,53 @@ def notice_op(notice: RetryNotice | FallbackNotice | CompactionNotice) -> Notice
     if isinstance(notice, FallbackNotice):
         text = f"Switched from {notice.from_model} to {notice.to_model}: {notice.reason}"
         return NoticeOp(op="notice", level="warning", kind="fallback", text=text)
+    return compaction_op(notice)
+
+
+COMPACTION_REASONS = {
+    "preflight": "the conversation neared the context window",
+    "aggressive": "the conversation was close to the context window",
+    "overflow": "the model said the conversation no longer fits",
+    "manual": "%agent compact",
+}
+
+
+def compaction_op(notice: CompactionNotice) -> NoticeOp:
+    """The compaction's receipt: how many messages were summarised, tokens before and
+    after, what was kept; the summary itself collapsed under it
+    (docs/architecture.md, "Context compression")."""
     tokens = ""
     if notice.tokens_before is not None and notice.tokens_after is not None:
         tokens = f", {notice.tokens_before:,} → {notice.tokens_after:,} tokens"
+    summarised = notice.summarised or max(0, notice.messages_before - notice.messages_after)
+    kept = []
+    if notice.kept_head:
+        kept.append(f"the first {plural(notice.kept_head, 'message')}")
+    if notice.kept_tail:
+        kept.append(f"the last {plural(notice.kept_tail, 'message')}")
     text = (
-        f"Compacted the conversation: {notice.messages_before} → "
+        f"Compacted the conversation ({COMPACTION_REASONS.get(notice.reason, notice.reason)}):"
+        f" {plural(summarised, 'message')} summarised, {notice.messages_before} → "
         f"{notice.messages_after} messages{tokens}"
+        + (f"; kept {' and '.join(kept)}" if kept else "")
     )
-    return NoticeOp(op="notice", level="info", kind="compaction", text=text)
+    op = NoticeOp(op="notice", level="info", kind="compaction", text=text)
+    if notice.summary.strip():
+        op["detail"] = notice.summary.strip()
+    return op
+
+
+def notes_op(notice: NoteNotice) -> NoticeOp | None:
+    """The notes sent with one request, as one notice (never a "You" message): the first
+    line of each, the whole notes collapsed under it. ``None``: nothing was sent."""
+    notes = [n.strip() for n in notice.notes if n.strip()]
+    if not notes:
+        return None
+    heads = "; ".join(n.splitlines()[0] for n in notes)
+    op = NoticeOp(op="notice", level="info", kind="notes", text=f"Sent with the request: {heads}")
+    op["detail"] = "\n\n".join(notes)
+    return op
+
+
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" + ("" if count == 1 else "s")

@@ -30,7 +30,12 @@ from mibyan_jupyter.core.events import (
     TurnStart,
 )
 from mibyan_jupyter.core.messages import AssistantMessage, UserMessage, content_text
-from mibyan_jupyter.core.notices import CompactionNotice, FallbackNotice, RetryNotice
+from mibyan_jupyter.core.notices import (
+    CompactionNotice,
+    FallbackNotice,
+    NoteNotice,
+    RetryNotice,
+)
 from mibyan_jupyter.core.stream import (
     StreamDone,
     StreamError,
@@ -125,6 +130,10 @@ class EventOps:
                 self._out.add(fmt.notice_op(event))
             case CompactionNotice():
                 self._out.add(fmt.notice_op(event))
+            case NoteNotice():
+                notes = fmt.notes_op(event)
+                if notes is not None:
+                    self._out.add(notes)
             case AgentEnd():
                 self._agent_end(event)
             case AgentStart() | TurnStart() | TurnEnd():

@@ -15,7 +15,8 @@ export type NoticeKind =
   | "budget"
   | "retry"
   | "fallback"
-  | "compaction";
+  | "compaction"
+  | "notes";
 export type BarName = "turns" | "total_tokens" | "cost" | "context";
 export type QueueMode = "steer" | "follow_up";
 export type Scope = "once" | "session" | "always";
@@ -138,6 +139,7 @@ export interface NoticeOp {
   level: NoticeLevel;
   kind: NoticeKind;
   text: string;
+  detail?: string;
 }
 
 export interface QueuedOp {

@@ -305,6 +305,11 @@ function runHandlers(parts) {
     notice(op) {
       const node = make("div", `mibyan-notice mibyan-${op.level}`, op.text);
       node.dataset.kind = op.kind;
+      if (op.detail) {
+        const more = make("details", "mibyan-notice-detail");
+        more.append(make("summary", "", "Summary"), make("pre", "", op.detail));
+        node.append(more);
+      }
       parts.body.append(node);
     },
     queued(op) {
