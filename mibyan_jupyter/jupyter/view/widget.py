@@ -3,8 +3,10 @@
 It has no synced state of its own besides the module and its CSS: everything it shows
 arrives as batches of ops in custom messages (see :mod:`.outbox`), and the front end sends
 back "rendered", "decision" and "stop" messages (both directions typed in :mod:`.ops`).
-Plain ES module and CSS files, shipped as they are (hatchling puts them in the package): the
-extension build only type-checks ``view.js`` against ``static/ops.d.ts``, it bundles nothing.
+Plain JavaScript and CSS files, shipped as they are (hatchling puts them in the package):
+anywidget loads one ES module, so the two plain scripts that build the page (``dom.js``, then
+``cards.js``) are joined before ``view.js``, which holds the wire and ``render``. The extension
+build type-checks the three together against ``static/ops.d.ts``; nothing is bundled.
 """
 
 from __future__ import annotations
@@ -16,6 +18,15 @@ import anywidget
 STATIC = pathlib.Path(__file__).parent / "static"
 
 
+FRONT_END = ("dom.js", "cards.js", "view.js")
+"""The front end's files in the order they are joined (the last is the module's face)."""
+
+
+def front_end_module() -> str:
+    """The one ES module anywidget loads: the plain scripts, then ``view.js``."""
+    return "\n".join((STATIC / name).read_text(encoding="utf-8") for name in FRONT_END)
+
+
 class AgentWidget(anywidget.AnyWidget):
-    _esm = STATIC / "view.js"
+    _esm = front_end_module()
     _css = STATIC / "view.css"

@@ -184,7 +184,10 @@ def test_the_view_check_of_the_build_passes(tmp_path: Path) -> None:
     view_js = (STATIC / "view.js").read_text()
     broken = view_js.replace("op.title ||", "op.titel ||", 1)
     assert broken != view_js
-    types = (STATIC / "view-types.d.ts").read_text()
-    done = run_tsc(tmp_path, {"view-types.d.ts": types, "view.js": broken})
+    others = {
+        name: (STATIC / name).read_text() for name in ("view-types.d.ts", "dom.js", "cards.js")
+    }
+    done = run_tsc(tmp_path, {**others, "view.js": broken})
     assert done.returncode != 0
     assert "Property 'titel' does not exist on type 'HeaderOp'" in done.stdout
+    assert done.stdout.count("error TS") == 1, done.stdout  # that one, and nothing else
