@@ -156,11 +156,18 @@ class StoreWriter:
         """The failure that stopped this writer for good, if any."""
         return self._lane.stopped
 
-    def on_switch(self, listener: SwitchListener) -> None:
+    def on_switch(self, listener: SwitchListener) -> Callable[[], None]:
         """Call ``listener(old_id, new_id)`` each time a compaction moves this writer to a
         child session, once the child is committed (on the writer's thread): the kernel's
-        state follows it (the notebook's current session, the view's header)."""
+        state follows it (the notebook's current session, the view's header). Returns the
+        call that removes the listener again (a cell's view follows only during its run)."""
         self._switch_listeners.append(listener)
+
+        def remove() -> None:
+            if listener in self._switch_listeners:
+                self._switch_listeners.remove(listener)
+
+        return remove
 
     def write(self, op: Op) -> None:
         """Queue one more write on this writer's lane: ordered with the transcript, fenced

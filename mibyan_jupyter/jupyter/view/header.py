@@ -8,6 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from mibyan_jupyter.core.events import AgentEvent, MessageEnd, MessageUpdate
+from mibyan_jupyter.core.messages import AssistantMessage
+from mibyan_jupyter.core.notices import FallbackNotice
+
 
 @dataclass(frozen=True, slots=True)
 class ViewHeader:
@@ -20,3 +24,31 @@ class ViewHeader:
     """True when the scripted demo model answers (no provider key): shows the demo badge."""
     context_window: int | None
     """Tokens, for the "context" bar; ``None``: the bar shows usage only."""
+    answered_by: str | None = None
+    """The model that answered last when a failover chose it (``None``: ``model`` did)."""
+
+
+class WhoAnswered:
+    """Which model made each reply, for the header's "answered by" (docs/architecture.md,
+    "The model and settings of a resumed session": after a failover the session keeps its
+    primary model and the header says which model answered last)."""
+
+    def __init__(self) -> None:
+        self._fallback: str | None = None
+        """The model a failover moved the reply being made to."""
+
+    def see(self, event: AgentEvent) -> tuple[bool, str | None]:
+        """``(True, model)`` after a reply: ``model`` is the fallback that made it, or
+        ``None`` when the session's own model did; ``(False, None)`` for other events and
+        for a failed reply (it says nothing about who answers)."""
+        notice = event.event if isinstance(event, MessageUpdate) else event
+        if isinstance(notice, FallbackNotice):
+            self._fallback = notice.to_model
+            return False, None
+        if not isinstance(event, MessageEnd) or not isinstance(event.message, AssistantMessage):
+            return False, None
+        fallback, self._fallback = self._fallback, None
+        message = event.message
+        if message.stop_reason in ("error", "aborted"):
+            return False, None
+        return True, (message.model or fallback) if fallback is not None else None

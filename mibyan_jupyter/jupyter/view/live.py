@@ -23,11 +23,12 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from mibyan_jupyter.core.approval import Approved, Decision, Denied, Scope
-from mibyan_jupyter.core.events import AgentEvent
+from mibyan_jupyter.core.events import AgentEvent, ToolExecutionEnd
 from mibyan_jupyter.core.messages import Message
+from mibyan_jupyter.core.results import ResultStore
 from mibyan_jupyter.export.render import SessionMeta
 from mibyan_jupyter.export.transcript import render_transcript
-from mibyan_jupyter.jupyter.view.header import ViewHeader
+from mibyan_jupyter.jupyter.view.header import ViewHeader, WhoAnswered
 from mibyan_jupyter.jupyter.view.ops import (
     AnsweredBy,
     AnsweredOp,
@@ -41,6 +42,7 @@ from mibyan_jupyter.jupyter.view.ops import (
     RunOp,
 )
 from mibyan_jupyter.jupyter.view.outbox import INTERVAL, Outbox
+from mibyan_jupyter.jupyter.view.spill import SpillPager
 from mibyan_jupyter.jupyter.view.translate import EventOps, RiskNote
 from mibyan_jupyter.jupyter.view.widget import AgentWidget
 
@@ -70,6 +72,8 @@ class AgentView:
         self._asks: dict[str, frozenset[str]] = {}
         """Ask cards still waiting: id -> the values a click may send."""
         self._answered: set[str] = set()
+        self._pager = SpillPager()
+        self._who = WhoAnswered()
         self._lock = threading.Lock()
         self._rendered = False
         self._handle: Any = None
@@ -78,23 +82,29 @@ class AgentView:
 
     def _send_header(self, *, now: bool) -> None:
         header = self._header
-        self._outbox.add(
-            HeaderOp(
-                op="header",
-                title=header.title,
-                session=header.session_id,
-                model=header.model,
-                demo=header.demo,
-            ),
-            now=now,
+        op = HeaderOp(
+            op="header",
+            title=header.title,
+            session=header.session_id,
+            model=header.model,
+            demo=header.demo,
         )
+        if header.answered_by is not None:
+            op["answered"] = header.answered_by
+        self._outbox.add(op, now=now)
 
     def set_session(self, session_id: str) -> None:
-        """The cell goes on in another session (a fork): the header and the final
-        transcript name it."""
+        """The cell goes on in another session (a fork, a compaction's child): the header
+        and the final transcript name it."""
+        if session_id == self._header.session_id:
+            return
         self._header = dataclasses.replace(self._header, session_id=session_id)
         if not self._finished:
             self._send_header(now=True)
+
+    def read_results_from(self, results: ResultStore) -> None:
+        """Where a spilled result's card loads its full text from (the session's store)."""
+        self._pager.results = results
 
     # -- the API the cell's run uses --------------------------------------------------------
 
@@ -107,8 +117,15 @@ class AgentView:
             self._handle = display(self._widget, display_id=True)  # type: ignore[no-untyped-call]
 
     def __call__(self, event: AgentEvent) -> None:
-        if not self._finished:
-            self._ops(event)
+        if self._finished:
+            return
+        self._ops(event)
+        if isinstance(event, ToolExecutionEnd):
+            self._pager.see(event.result)
+        replied, model = self._who.see(event)
+        if replied and model != self._header.answered_by:  # "answered by", or no more
+            self._header = dataclasses.replace(self._header, answered_by=model)
+            self._send_header(now=True)
 
     def on_decision(self, callback: Callable[[str, Decision], None]) -> None:
         self._on_decision.append(callback)
@@ -194,6 +211,10 @@ class AgentView:
                 _safely(callback)
         elif kind == "answer":
             self._answer(content.get("ask_id"), content.get("choice"))
+        elif kind == "expand":
+            page = self._pager.page(content.get("call_id"), content.get("offset"))
+            if page is not None and not self._finished:
+                self._outbox.add(page)
 
     def _answer(self, ident: object, choice: object) -> None:
         """A click on an ask card: only a waiting card's own values, and only once."""

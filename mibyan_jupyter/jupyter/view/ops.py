@@ -45,6 +45,9 @@ class HeaderOp(TypedDict):
     session: str
     model: str
     demo: bool
+    answered: NotRequired[str]
+    """The model that answered last when it was not ``model`` (a failover): the header
+    says "answered by" it. Left out when the session's own model answered."""
 
 
 class RunOp(TypedDict):
@@ -120,6 +123,24 @@ class ResultOp(TypedDict):
     error: bool
     images: list[str]
     """``data:image/png;base64,`` URLs, validated (see :mod:`.media`)."""
+    spilled: NotRequired[int]
+    """The result was spilled (``core/results.py``): ``text`` is its preview and the full
+    result has this many characters; the card offers to load it (:class:`ExpandMessage`)."""
+
+
+class PageOp(TypedDict):
+    """The answer to an :class:`ExpandMessage`: a chunk of a spilled result's full text,
+    shown as text only (it is tool output: untrusted)."""
+
+    op: Literal["page"]
+    id: str
+    """The tool call whose card asked."""
+    offset: int
+    text: str
+    done: bool
+    """No text after this chunk (the card stops offering more)."""
+    error: str
+    """"" normally; else why nothing could be read (the text is then empty)."""
 
 
 class ApprovalOp(TypedDict):
@@ -206,6 +227,7 @@ StructuralOp: TypeAlias = (
     | ToolOp
     | StatusOp
     | ResultOp
+    | PageOp
     | ApprovalOp
     | DecidedOp
     | AskOp
@@ -251,7 +273,18 @@ class AnswerMessage(TypedDict):
     choice: str
 
 
-FrontEndMessage: TypeAlias = RenderedMessage | DecisionMessage | StopMessage | AnswerMessage
+class ExpandMessage(TypedDict):
+    """A click on a spilled result's "load": the next chunk from ``offset``. Untrusted:
+    live.py only answers for the view's own spilled calls, in chunks it sizes."""
+
+    type: Literal["expand"]
+    call_id: str
+    offset: int
+
+
+FrontEndMessage: TypeAlias = (
+    RenderedMessage | DecisionMessage | StopMessage | AnswerMessage | ExpandMessage
+)
 
 
 def tags(union: object, field: str) -> frozenset[str]:

@@ -17,6 +17,7 @@ from mibyan_jupyter.core.notices import (
 )
 from mibyan_jupyter.export.render import ARGS_LIMIT, RESULT_LIMIT, RUN_PYTHON
 from mibyan_jupyter.jupyter.view.ops import BarName, BarOp, NoticeOp, ResultOp
+from mibyan_jupyter.jupyter.view.spill import spill_info
 
 SUMMARY_LIMIT = 120
 BAR_NAMES: dict[str, BarName] = {"turns": "turns", "total_tokens": "total_tokens", "cost": "cost"}
@@ -64,7 +65,7 @@ def result_op(call_id: str, result: ToolMessage, images: list[str]) -> ResultOp:
     shown, more = clip(text, RESULT_LIMIT)
     first = text.strip().split("\n", 1)[0] if text.strip() else "(empty)"
     summary, cut = clip(first, SUMMARY_LIMIT)
-    return ResultOp(
+    op = ResultOp(
         op="result",
         id=call_id,
         summary=summary + ("…" if cut else ""),
@@ -73,6 +74,10 @@ def result_op(call_id: str, result: ToolMessage, images: list[str]) -> ResultOp:
         error=result.is_error,
         images=images,
     )
+    spilled = spill_info(result)
+    if spilled is not None:  # ``text`` is the preview: the card offers the whole (.spill)
+        op["spilled"] = spilled[1]
+    return op
 
 
 def outcome_text(event: ApprovalResolved) -> str:

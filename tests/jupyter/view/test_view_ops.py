@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from pydantic import TypeAdapter
-from view_support import Recorder, record_comms, reply_events, update
+from view_support import Recorder, click, record_comms, reply_events, update
 
 from mibyan_jupyter.core.events import (
     AgentEnd,
@@ -29,7 +29,8 @@ from mibyan_jupyter.core.events import (
     ToolExecutionStart,
 )
 from mibyan_jupyter.core.messages import AssistantMessage, ToolMessage, UserMessage
-from mibyan_jupyter.core.notices import RetryNotice
+from mibyan_jupyter.core.notices import FallbackNotice, RetryNotice
+from mibyan_jupyter.core.results import MemoryResults, spill
 from mibyan_jupyter.core.stream import ThinkingDelta, ToolCallDelta, ToolCallStart
 from mibyan_jupyter.jupyter.view import AgentView, ViewHeader
 from mibyan_jupyter.jupyter.view.ops import FRONT_END_TYPES, OP_KINDS, AskChoice, ViewOp
@@ -54,9 +55,11 @@ def d_ts_tags(field: str) -> set[str]:
 
 
 def test_python_and_typescript_name_the_same_kinds() -> None:
-    assert len(OP_KINDS) == 19  # 17, and the ask card's "ask" and "answered"
+    assert len(OP_KINDS) == 20  # 17, the ask card's "ask" and "answered", a spill's "page"
+    assert {"ask", "answered", "page"} <= OP_KINDS
     assert d_ts_tags("op") == set(OP_KINDS)
-    assert d_ts_tags("type") == set(FRONT_END_TYPES) == {"rendered", "decision", "stop", "answer"}
+    assert d_ts_tags("type") == set(FRONT_END_TYPES)
+    assert {"rendered", "decision", "stop", "answer", "expand"} == FRONT_END_TYPES
 
 
 def every_kind(recorder: Recorder) -> None:
@@ -79,6 +82,15 @@ def every_kind(recorder: Recorder) -> None:
     view(ApprovalResolved(call_id="c1", name="write_file", approved=True))
     result = ToolMessage(tool_call_id="c1", name="write_file", content="wrote 2 bytes")
     view(ToolExecutionEnd(call_id="c1", name="write_file", result=result, is_error=False))
+    store = MemoryResults()
+    view.read_results_from(store)
+    big = ToolMessage(tool_call_id="c2", name="read_file", content="line\n" * 5_000)
+    kept = spill(big, store, 16_000)  # a spilled result: a card that can load it whole
+    view(ToolExecutionEnd(call_id="c2", name="read_file", result=kept, is_error=False))
+    click(view, {"type": "expand", "call_id": "c2", "offset": 0})
+    view(FallbackNotice(from_model="big", to_model="small", reason="404"))
+    for event in reply_events(["answered ", "by the fallback "]):
+        view(event)  # the header says which model answered
     view(BudgetUpdated(budgets=(BudgetStatus(name="turns", used=1, limit=None),)))
     view.show_queued("and read it back", "follow_up")
     view.show_notice("a note", level="warning")

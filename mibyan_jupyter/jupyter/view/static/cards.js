@@ -78,6 +78,54 @@ function askCard(model, op) {
 }
 
 /**
+ * A spilled result's "load" button (its card shows the preview): each click asks the
+ * kernel for the next chunk of the full text from the offset kept on the button.
+ * @param {Model} model
+ * @param {import("./ops").ResultOp} op
+ */
+function spillButton(model, op) {
+  const node = button("mibyan-expand", `Load the full result (${op.spilled} characters)`, "");
+  node.dataset.next = "0";
+  node.addEventListener("click", () => {
+    node.disabled = true;
+    node.textContent = "Loading…";
+    model.send({ type: "expand", call_id: op.id, offset: Number(node.dataset.next) });
+  });
+  return node;
+}
+
+/**
+ * A chunk of a spilled result: the first replaces the preview, the next ones append.
+ * Tool output is untrusted: text nodes only.
+ * @param {HTMLElement} card
+ * @param {import("./ops").PageOp} op
+ */
+function applyPage(card, op) {
+  /** @type {HTMLButtonElement | null} */
+  const more = card.querySelector(".mibyan-expand");
+  /** @type {HTMLElement | null} */
+  const pre = card.querySelector(".mibyan-tool-result pre");
+  if (!more || !pre || String(op.offset) !== more.dataset.next) return; // stale or replayed
+  if (op.error) {
+    more.replaceWith(make("div", "mibyan-more mibyan-error", op.error));
+    return;
+  }
+  if (op.offset === 0) {
+    pre.textContent = op.text;
+    card.querySelector(".mibyan-tool-result .mibyan-more")?.remove();
+  } else {
+    pre.append(op.text);
+  }
+  more.dataset.next = String(op.offset + op.text.length);
+  if (op.done) {
+    more.remove();
+    return;
+  }
+  more.disabled = false;
+  more.textContent = `Load more (${more.dataset.next} characters shown)`;
+}
+
+/**
  * The ops of ask cards: a question, and its answer.
  * @param {Parts} parts
  * @param {Model} model

@@ -28,6 +28,7 @@ export interface HeaderOp {
   session: string;
   model: string;
   demo: boolean;
+  answered?: string;
 }
 
 export interface RunOp {
@@ -86,6 +87,16 @@ export interface ResultOp {
   more: number;
   error: boolean;
   images: string[];
+  spilled?: number;
+}
+
+export interface PageOp {
+  op: "page";
+  id: string;
+  offset: number;
+  text: string;
+  done: boolean;
+  error: string;
 }
 
 export interface ApprovalOp {
@@ -159,6 +170,7 @@ export type StructuralOp =
   | ToolOp
   | StatusOp
   | ResultOp
+  | PageOp
   | ApprovalOp
   | DecidedOp
   | AskOp
@@ -201,7 +213,18 @@ export interface AnswerMessage {
   choice: string;
 }
 
-export type FrontEndMessage = RenderedMessage | DecisionMessage | StopMessage | AnswerMessage;
+export interface ExpandMessage {
+  type: "expand";
+  call_id: string;
+  offset: number;
+}
+
+export type FrontEndMessage =
+  | RenderedMessage
+  | DecisionMessage
+  | StopMessage
+  | AnswerMessage
+  | ExpandMessage;
 
 // -- for view.js --------------------------------------------------------------------------
 

@@ -56,6 +56,10 @@ function runHandlers(parts) {
         id.title = `session ${op.session} (%agent resume ${op.session})`;
         parts.header.append(id);
       }
+      parts.header.querySelector(".mibyan-answered")?.remove(); // the last reply's model
+      if (op.answered) {
+        parts.header.append(make("span", "mibyan-answered", `answered by ${op.answered}`));
+      }
       if (op.demo && !parts.header.querySelector(".mibyan-demo-badge")) {
         parts.header.append(make("span", "mibyan-demo-badge", "demo model"));
       }
@@ -147,7 +151,7 @@ function messageHandlers(parts) {
  * The ops of a tool card: the call, its streamed arguments, status, result and approval.
  * @param {Parts} parts
  * @param {Model} model
- * @returns {Pick<Handlers, "tool" | "args" | "status" | "result" | "approval" | "decided">}
+ * @returns {Pick<Handlers, "tool" | "args" | "status" | "result" | "page" | "approval" | "decided">}
  */
 function toolHandlers(parts, model) {
   return {
@@ -171,7 +175,11 @@ function toolHandlers(parts, model) {
       if (op.error) summary.classList.add("mibyan-error");
       details.append(summary, make("pre", "", op.text));
       if (op.more) details.append(make("div", "mibyan-more", `… ${op.more} more characters`));
+      if (op.spilled) details.append(spillButton(model, op));
       t.node.append(details, images(op.images));
+    },
+    page(op) {
+      applyPage(tool(parts, op.id).node, op);
     },
     approval(op) {
       const t = tool(parts, op.id, op.name);
