@@ -41,6 +41,8 @@ FLUSH_FACTS = 5
 """Memory entries one flush adds at most."""
 FLUSH_CHARS = 12_000
 """The messages a flush shows the model, cut to their last characters."""
+FLUSH_TIMEOUT_S = 5.0
+"""The end-of-run flush holds the cell's end at most this long."""
 
 COMPACT = Choice("compact", "Compact now", "Summarise the older messages and go on")
 KEEP = Choice("keep", "Not now", "Send the conversation as it is")
@@ -164,19 +166,23 @@ def _flush_text(messages: Sequence[Message]) -> str:
     return text[-FLUSH_CHARS:]
 
 
+def _flush_request(model: str, messages: Sequence[Message], instructions: str) -> ModelRequest:
+    return ModelRequest(
+        model=model,
+        system_prompt="You keep the notebook agent's long-term memory.",
+        messages=[UserMessage(content=_flush_text(messages) + "\n\n" + instructions)],
+        tools=(),
+        tool_choice="none",
+    )
+
+
 def memory_flush(stream_fn: StreamFn, model: str, memory: Memory) -> Any:
     """The ``before_compaction`` hook: one tool-less call asks for the facts worth
     keeping; they are added to MEMORY.md (redacted and capped by :class:`Memory`). A
     failed flush never stops the compaction (docs/architecture.md, "Memory")."""
 
     async def flush(messages: Sequence[Message]) -> None:
-        request = ModelRequest(
-            model=model,
-            system_prompt="You keep the notebook agent's long-term memory.",
-            messages=[UserMessage(content=_flush_text(messages) + "\n\n" + FLUSH_INSTRUCTIONS)],
-            tools=(),
-            tool_choice="none",
-        )
+        request = _flush_request(model, messages, FLUSH_INSTRUCTIONS)
         try:
             reply = await summarise(stream_fn, request, AbortSignal())
         except Exception:
@@ -184,6 +190,48 @@ def memory_flush(stream_fn: StreamFn, model: str, memory: Memory) -> Any:
         await asyncio.to_thread(add_facts, memory, content_text(reply.content))
 
     return flush
+
+
+async def flush_after_run(
+    plan: CellPlan,
+    end_reason: str | None,
+    messages: Sequence[Message],
+    *,
+    memory: Memory | None = None,
+    patience: float = FLUSH_TIMEOUT_S,
+) -> list[str]:
+    """The end-of-run flush (docs/architecture.md, "Memory": flushed "when a run ends
+    with an answer that changed something"): with the memory group on, a run that ended
+    ``completed`` after a changing tool call or a stated preference (``messages``: this
+    run's) asks the cell's model once, tool-less, for facts worth keeping. Returns the
+    entries added. Never fails the cell and never holds its end longer than ``patience``:
+    a slow, failing or interrupted flush adds nothing."""
+    from mibyan_jupyter.memory import Memory
+    from mibyan_jupyter.memory.flush import END_INSTRUCTIONS, changed_something, keep_facts
+
+    if "memory" not in plan.groups or end_reason != "completed":
+        return []
+    if not changed_something(messages):
+        return []
+    kept = memory if memory is not None else Memory.for_folder(Path.cwd())
+    signal = AbortSignal()
+    request = _flush_request(plan.model.name, messages, END_INSTRUCTIONS)
+    try:
+        reply = await asyncio.wait_for(summarise(plan.stream_fn, request, signal), patience)
+        return await asyncio.to_thread(keep_facts, kept, content_text(reply.content))
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        _uncancel()  # Kernel > Interrupt during the flush: the run is over, the cell ends
+    except Exception:  # a timeout, a model error, a memory file that cannot be written
+        pass
+    signal.abort("the memory flush gave up")
+    return []
+
+
+def _uncancel() -> None:
+    current = asyncio.current_task()
+    if current is not None:
+        while current.cancelling():
+            current.uncancel()
 
 
 def session_results(db: Database, session_id: str, writer: StoreWriter) -> ResultStore:
@@ -196,15 +244,8 @@ def session_results(db: Database, session_id: str, writer: StoreWriter) -> Resul
 
 
 def add_facts(memory: Memory, text: str) -> int:
-    """Add the ``- fact`` lines of ``text`` to MEMORY.md; how many were added."""
-    facts = [line[2:].strip() for line in text.splitlines() if line.startswith("- ")]
-    file, added = memory.file("memory"), 0
-    known = set(file.entries())
-    for fact in facts[:FLUSH_FACTS]:
-        if fact and fact not in known:
-            try:
-                file.add(fact)
-            except ValueError:  # too long, or the file is full: the rest still counts
-                continue
-            added += 1
-    return added
+    """Add the ``- fact`` lines of ``text`` to memory (a ``user:`` fact to USER.md);
+    how many were added, at most ``FLUSH_FACTS``."""
+    from mibyan_jupyter.memory.flush import keep_facts
+
+    return len(keep_facts(memory, text, FLUSH_FACTS))

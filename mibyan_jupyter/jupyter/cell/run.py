@@ -16,7 +16,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from mibyan_jupyter.jupyter.cell.approver import approval_gate
-from mibyan_jupyter.jupyter.cell.context import session_results
+from mibyan_jupyter.jupyter.cell.context import flush_after_run, session_results
 from mibyan_jupyter.jupyter.cell.options import CellOptions, parse_cell_line
 from mibyan_jupyter.jupyter.cell.plan import (
     CellPlan,
@@ -30,7 +30,7 @@ from mibyan_jupyter.jupyter.cell.queued import (
     give_to_running,
     undeliver_leftovers,
 )
-from mibyan_jupyter.jupyter.cell.sessions import claim_session, open_session, user_facing
+from mibyan_jupyter.jupyter.cell.sessions import claim_session, open_session_off_loop, user_facing
 from mibyan_jupyter.jupyter.kernel_tools import risk_note
 from mibyan_jupyter.jupyter.state import (
     ActiveRun,
@@ -69,12 +69,16 @@ async def run_cell(prompt: str, line: str = "", *, headless: bool = False) -> No
         return
     notebook = notebook_path()
     options = parse_cell_line(line, state.defaults)
-    continued = session_to_continue(state, options, notebook)
+    # Store reads and writes wait for SQLite's lock on a worker thread, never on the kernel's
+    # loop (docs/architecture.md, "Store").
+    continued = await asyncio.to_thread(session_to_continue, state, options, notebook)
     settings = continued.settings if continued is not None else None
     plan = plan_from_options(prompt, options, state.defaults, headless=headless, session=settings)
-    handle = open_session(state, plan, notebook)
+    handle = await open_session_off_loop(state, plan, notebook)
     if continued is None:  # a new session records what it runs with, for its resumes
-        record_settings(state.store().db, handle.session_id, session_config(plan))
+        await asyncio.to_thread(
+            record_settings, state.store().db, handle.session_id, session_config(plan)
+        )
     report = take_repair_report(handle.agent)
     if report:
         print("\n".join(f"mibyan: repaired on load: {text}" for text in report.lines()))
@@ -175,14 +179,18 @@ async def _run(
     """Run the prompt with the view subscribed; always finish the view and the run record."""
     loop = asyncio.get_running_loop()
     agent, writer = handle.agent, handle.writer
+    results = session_results(state.store().db, handle.session_id, handle.writer)
     configure_agent(
         agent,
         plan,
         approval_gate(plan, handle.policy, view, loop),
         view=view,
         notebook=notebook_path(),
-        results=session_results(state.store().db, handle.session_id, handle.writer),
+        results=results,
     )
+    view.read_results_from(results)  # a spilled result's card loads its full text
+    follower = HeaderFollower(view, loop)
+    stop_following = writer.on_switch(follower)
     stopped = False
     told = 0
 
@@ -211,6 +219,7 @@ async def _run(
     try:
         interrupted = await _await_run(task, agent)
     finally:
+        stop_following()  # the view follows the session only during its run
         for undo in unsubscribe:
             undo()
         state.end_run(handle.session_id)
@@ -222,10 +231,31 @@ async def _run(
                 _tell(view, [f"the session store failed: {writer.error}"])
             status = _status(agent.state.last_end_reason, stopped=stopped, interrupted=interrupted)
             view.finish(agent.state.messages[before:], status=status)
+    if not interrupted:  # memory is flushed when a run changed something ("Memory")
+        kept = await flush_after_run(
+            plan, agent.state.last_end_reason, agent.state.messages[before:]
+        )
+        if kept:
+            print(f"mibyan: remembered {len(kept)} fact(s): " + "; ".join(kept))
     if interrupted:
         raise AgentInterrupted(
             "the run was interrupted (Kernel > Interrupt); the conversation so far is saved"
         )
+
+
+class HeaderFollower:
+    """The view's header follows the writer to a compaction's child session, like the
+    kernel state does (docs/architecture.md, "Context compression"). The writer calls it
+    on its own thread: the header is sent from the run's loop."""
+
+    def __init__(self, view: AgentView, loop: asyncio.AbstractEventLoop) -> None:
+        self.view: AgentView | None = view
+        self._loop = loop
+
+    def __call__(self, _old_id: str, new_id: str) -> None:
+        view = self.view
+        if view is not None and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(view.set_session, new_id)
 
 
 def _uncancel() -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from mibyan_jupyter.jupyter.cell.options import AgentUsageError
 from mibyan_jupyter.jupyter.state import KernelState, SessionHandle
@@ -83,18 +83,64 @@ def open_session(state: KernelState, plan: CellPlan, notebook: str | None) -> Se
     return handle
 
 
-def _new(state: KernelState, plan: CellPlan, notebook: str | None) -> SessionHandle:
+async def open_session_off_loop(
+    state: KernelState, plan: CellPlan, notebook: str | None
+) -> SessionHandle:
+    """:func:`open_session` with every store call on a worker thread: opening the store,
+    creating a session, and resolving one (its dead-owner sweep is a write). Another
+    process holding the write lock then makes SQLite wait on that thread, never on the
+    kernel's loop, so clicks and Kernel > Interrupt still arrive; a lock that outlasts the
+    store's patience ends the cell with one line (docs/architecture.md, "Store", "A
+    writer that recovers and never blocks the loop")."""
+    from mibyan_jupyter.store.db import StoreError
+    from mibyan_jupyter.store.resume import resume_agent
+
+    target = plan.options.session
+    if target is None:
+        current = state.current_session(notebook)
+        handle = state.session(current) if current is not None else None
+        if handle is not None:
+            return handle
+        target = "new"
+    try:
+        store = await asyncio.to_thread(state.store)
+        if target == "new":
+            info = await asyncio.to_thread(store.create, **_new_fields(plan, notebook))
+            handle = _keep(state, info, _new_agent(plan))
+        else:
+            found = await asyncio.to_thread(store.resolve, target)
+            if found is None:
+                raise AgentUsageError("there is no session yet: run a %%agent cell first")
+            handle = state.session(found.id)
+            if handle is None:
+                agent, info = await asyncio.to_thread(
+                    resume_agent, store, found, stream_fn=plan.stream_fn
+                )
+                handle = _keep(state, info, agent)
+    except StoreError as error:
+        raise user_facing(error) from None
+    state.make_current(notebook, handle.session_id)
+    return handle
+
+
+def _new_fields(plan: CellPlan, notebook: str | None) -> dict[str, Any]:
+    return {
+        "model": REDACT(plan.model.name),
+        "notebook_path": notebook,
+        "config": {"system_prompt": plan.new_session_prompt},
+    }
+
+
+def _new_agent(plan: CellPlan) -> Agent:
     from mibyan_jupyter.core.agent import Agent
 
-    system_prompt = plan.new_session_prompt
-    info = state.store().create(
-        model=REDACT(plan.model.name),
-        notebook_path=notebook,
-        config={"system_prompt": system_prompt},
-    )
     # The conversation only: the model, tools and budget are set by plan.configure_agent.
-    agent = Agent(stream_fn=plan.stream_fn, system_prompt=system_prompt)
-    return _keep(state, info, agent)
+    return Agent(stream_fn=plan.stream_fn, system_prompt=plan.new_session_prompt)
+
+
+def _new(state: KernelState, plan: CellPlan, notebook: str | None) -> SessionHandle:
+    info = state.store().create(**_new_fields(plan, notebook))
+    return _keep(state, info, _new_agent(plan))
 
 
 def resume_session(
