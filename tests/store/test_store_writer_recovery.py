@@ -130,6 +130,7 @@ def complete(db: Database, session_id: str, agent: Agent) -> None:
     assert row.fetchone() == ("idle", "completed")
 
 
+@pytest.mark.slow  # a real second process holds the lock for seconds
 async def test_a_lock_held_by_another_process_then_released(
     tmp_path: Path, locker_factory: Callable[[Path], Locker]
 ) -> None:
