@@ -18,9 +18,10 @@ from mibyan_jupyter.core.messages import (
     ToolMessage,
     UserMessage,
 )
+from mibyan_jupyter.jupyter.cell.cell_plan import CellPlan
 from mibyan_jupyter.jupyter.cell.context import flush_after_run
 from mibyan_jupyter.jupyter.cell.options import parse_cell_line
-from mibyan_jupyter.jupyter.cell.plan import CellPlan, plan_from_options
+from mibyan_jupyter.jupyter.cell.plan import plan_from_options
 from mibyan_jupyter.jupyter.defaults import BUILTIN
 from mibyan_jupyter.memory import Memory
 from mibyan_jupyter.memory.flush import changed_something

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from mibyan_jupyter.jupyter.cell.cell_plan import CellPlan
 from mibyan_jupyter.jupyter.cell.options import parse_cell_line
-from mibyan_jupyter.jupyter.cell.plan import CellPlan, plan_from_options
+from mibyan_jupyter.jupyter.cell.plan import plan_from_options
 from mibyan_jupyter.jupyter.cell.sessions import AgentStoreError, open_session_off_loop
 from mibyan_jupyter.jupyter.defaults import BUILTIN
 from mibyan_jupyter.jupyter.state import KernelState, reset_kernel_state

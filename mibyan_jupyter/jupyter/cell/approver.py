@@ -30,7 +30,7 @@ from mibyan_jupyter.core.approval import (
 from mibyan_jupyter.core.signal import AbortSignal
 
 if TYPE_CHECKING:
-    from mibyan_jupyter.jupyter.cell.plan import CellPlan
+    from mibyan_jupyter.jupyter.cell.cell_plan import CellPlan
     from mibyan_jupyter.jupyter.view import AgentView
 
 SLICE_S = 0.2

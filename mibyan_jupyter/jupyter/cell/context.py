@@ -27,7 +27,7 @@ from mibyan_jupyter.secrets import is_secret_name
 if TYPE_CHECKING:
     from mibyan_jupyter.core.results import ResultStore
     from mibyan_jupyter.core.stream import StreamFn
-    from mibyan_jupyter.jupyter.cell.plan import CellPlan
+    from mibyan_jupyter.jupyter.cell.cell_plan import CellPlan
     from mibyan_jupyter.jupyter.view import AgentView
     from mibyan_jupyter.memory import Memory
     from mibyan_jupyter.store.db import Database

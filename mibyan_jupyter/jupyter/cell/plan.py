@@ -11,12 +11,13 @@ the model the header names is the model that answers (docs/architecture.md, "One
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mibyan_jupyter.core.budget import BudgetLimits
 from mibyan_jupyter.core.tools import ToolRegistry
+from mibyan_jupyter.jupyter.cell.cell_plan import CellPlan
 from mibyan_jupyter.jupyter.cell.context import (
     compaction_settings,
     kernel_name,
@@ -24,7 +25,7 @@ from mibyan_jupyter.jupyter.cell.context import (
     session_builder,
     variables_notes,
 )
-from mibyan_jupyter.jupyter.cell.models import ChosenModel, choose_cell_model, stream_function
+from mibyan_jupyter.jupyter.cell.models import choose_cell_model, stream_function
 from mibyan_jupyter.jupyter.cell.options import AgentUsageError, CellOptions, parse_cell_line
 from mibyan_jupyter.jupyter.kernel_tools import UnknownToolGroupError, kernel_tools, parse_groups
 from mibyan_jupyter.store.session_queries import SessionSettings
@@ -32,7 +33,6 @@ from mibyan_jupyter.store.session_queries import SessionSettings
 if TYPE_CHECKING:
     from mibyan_jupyter.core.agent import Agent
     from mibyan_jupyter.core.approval import ApprovalGate
-    from mibyan_jupyter.core.stream import StreamFn
     from mibyan_jupyter.jupyter.defaults import Defaults
     from mibyan_jupyter.jupyter.view import AgentView
 
@@ -42,25 +42,6 @@ DEFAULT_SYSTEM_PROMPT = (
     "in their namespace and read files next to the notebook; say what you did. Answer in "
     "concise Markdown."
 )
-
-
-@dataclass(frozen=True)
-class CellPlan:
-    """What one ``%%agent`` cell will do, decided before the run."""
-
-    options: CellOptions
-    model: ChosenModel
-    stream_fn: StreamFn
-    groups: tuple[str, ...]
-    budget: BudgetLimits
-    new_session_prompt: str
-    """The system prompt a new session starts with (the cell's, the configured, the built-in)."""
-    headless: bool
-    """Nobody can click (the real cell magic called synchronously): the policy decides."""
-    headless_wait: float
-    """Seconds to wait for a front end before the policy decides approvals."""
-    pins: tuple[str, ...] = ()
-    """The session's pinned instructions as recorded (a new session: none)."""
 
 
 def plan_cell(

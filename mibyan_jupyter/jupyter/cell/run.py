@@ -16,14 +16,10 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from mibyan_jupyter.jupyter.cell.approver import approval_gate
+from mibyan_jupyter.jupyter.cell.cell_plan import CellPlan
 from mibyan_jupyter.jupyter.cell.context import flush_after_run, session_results
 from mibyan_jupyter.jupyter.cell.options import CellOptions, parse_cell_line
-from mibyan_jupyter.jupyter.cell.plan import (
-    CellPlan,
-    configure_agent,
-    plan_from_options,
-    session_config,
-)
+from mibyan_jupyter.jupyter.cell.plan import configure_agent, plan_from_options, session_config
 from mibyan_jupyter.jupyter.cell.queued import (
     QueueMode,
     already_delivered,

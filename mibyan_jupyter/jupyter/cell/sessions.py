@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from mibyan_jupyter.core.agent import Agent
     from mibyan_jupyter.core.approval import ApprovalPolicy
     from mibyan_jupyter.core.stream import StreamFn
-    from mibyan_jupyter.jupyter.cell.plan import CellPlan
+    from mibyan_jupyter.jupyter.cell.cell_plan import CellPlan
     from mibyan_jupyter.jupyter.view import AgentView
     from mibyan_jupyter.store.lease import Holder, Lease
     from mibyan_jupyter.store.session_queries import SessionInfo

@@ -1,0 +1,35 @@
+"""What one ``%%agent`` cell will do, decided before the run: the plan's type alone, below
+both the module that makes plans (:mod:`.plan`) and the one that derives the session's parts
+from a plan (:mod:`.context`), so neither has to import the other for it
+(docs/architecture.md, "One `%%agent` cell, end to end")."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from mibyan_jupyter.core.budget import BudgetLimits
+from mibyan_jupyter.jupyter.cell.models import ChosenModel
+from mibyan_jupyter.jupyter.cell.options import CellOptions
+
+if TYPE_CHECKING:
+    from mibyan_jupyter.core.stream import StreamFn
+
+
+@dataclass(frozen=True)
+class CellPlan:
+    """What one ``%%agent`` cell will do, decided before the run."""
+
+    options: CellOptions
+    model: ChosenModel
+    stream_fn: StreamFn
+    groups: tuple[str, ...]
+    budget: BudgetLimits
+    new_session_prompt: str
+    """The system prompt a new session starts with (the cell's, the configured, the built-in)."""
+    headless: bool
+    """Nobody can click (the real cell magic called synchronously): the policy decides."""
+    headless_wait: float
+    """Seconds to wait for a front end before the policy decides approvals."""
+    pins: tuple[str, ...] = ()
+    """The session's pinned instructions as recorded (a new session: none)."""
