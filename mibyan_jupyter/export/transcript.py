@@ -15,13 +15,20 @@ own strings; every piece of model or tool output in it went through
 from __future__ import annotations
 
 import html
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from mibyan_jupyter.core.messages import AssistantMessage, Message, ToolMessage, Usage
 from mibyan_jupyter.export.fences import clipped, code_span, fence
 from mibyan_jupyter.export.html import clean_html, markdown_html
 from mibyan_jupyter.export.media import MAX_IMAGES, png_data_url
+from mibyan_jupyter.export.notices import (
+    Placed,
+    Shown,
+    notice_html,
+    notice_markdown,
+    notice_text,
+)
 from mibyan_jupyter.export.outputs import plain_text
 from mibyan_jupyter.export.render import (
     RESULT_LIMIT,
@@ -59,13 +66,15 @@ def render_transcript(
     status: str,
     demo: bool = False,
     usage: Usage | None = None,
+    notices: Sequence[Placed] = (),
 ) -> dict[str, str]:
     """The run as ``text/html``, ``text/markdown`` and ``text/plain``.
 
     The footer names ``session`` (id, title, model; ``demo``: the scripted demo model
     answered) and counts ``usage``, by default the sum of the assistant messages' usage:
     the messages shown, not the whole session (``session.usage`` and ``session.cost`` are
-    not read)."""
+    not read). ``notices`` (compaction receipts, notes) are shown where they happened, as
+    notices, never as messages (docs/architecture.md, "Context compression")."""
     clean = redacted(messages)
     if usage is None:
         usage = sum((m.usage for m in clean if isinstance(m, AssistantMessage)), Usage())
@@ -73,7 +82,11 @@ def render_transcript(
     html_parts: list[str] = []
     md_parts: list[str] = []
     text_parts: list[str] = []
-    for segment in _segments(clean):
+    for item in _interleaved(_segments(clean), notices):
+        if not isinstance(item, list):
+            _add_notice(item, html_parts, md_parts, text_parts)
+            continue
+        segment = item
         head = segment[0]
         thinking = _thinking(head) if isinstance(head, AssistantMessage) else ""
         items = blocks(segment)
@@ -96,6 +109,31 @@ def render_transcript(
         "text/markdown": sanitize_markdown("\n\n".join([*md_parts, f"*{footer}*"])),
         "text/plain": "\n\n".join([*text_parts, footer]),
     }
+
+
+def _interleaved(
+    segments: list[list[Message]], notices: Sequence[Placed]
+) -> Iterator[list[Message] | Shown]:
+    """The segments with each notice before the first segment starting at or after its
+    place (a place inside a segment: after that segment), in their given order."""
+    pending = sorted(notices, key=lambda placed: placed.at)  # stable: same place, same order
+    next_notice = start = 0
+    for segment in segments:
+        while next_notice < len(pending) and pending[next_notice].at <= start:
+            yield pending[next_notice].notice
+            next_notice += 1
+        yield segment
+        start += len(segment)
+    for placed in pending[next_notice:]:
+        yield placed.notice
+
+
+def _add_notice(notice: Shown, html_parts: list[str], md: list[str], text: list[str]) -> None:
+    shown = notice_html(notice)
+    if shown:
+        html_parts.append(shown)
+        md.append(notice_markdown(notice))
+        text.append(notice_text(notice))
 
 
 def _segments(messages: Sequence[Message]) -> list[list[Message]]:

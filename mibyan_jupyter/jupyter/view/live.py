@@ -23,9 +23,11 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from mibyan_jupyter.core.approval import Approved, Decision, Denied, Scope
-from mibyan_jupyter.core.events import AgentEvent, ToolExecutionEnd
+from mibyan_jupyter.core.events import AgentEvent, MessageEnd, ToolExecutionEnd
 from mibyan_jupyter.core.messages import Message
+from mibyan_jupyter.core.notices import CompactionNotice, NoteNotice
 from mibyan_jupyter.core.results import ResultStore
+from mibyan_jupyter.export.notices import Placed, Seen, place_notices
 from mibyan_jupyter.export.render import SessionMeta
 from mibyan_jupyter.export.transcript import render_transcript
 from mibyan_jupyter.jupyter.view.header import ViewHeader, WhoAnswered
@@ -78,6 +80,12 @@ class AgentView:
         self._rendered = False
         self._handle: Any = None
         self._finished = False
+        self._last: Message | None = None
+        """The message that ended last: where a notice happened."""
+        self._notices: list[Seen] = []
+        """The receipts and notes shown, for the static transcript (their place in it)."""
+        self._waiting: list[Seen] = []
+        """Notices whose next message has not ended yet."""
         self._send_header(now=False)
 
     def _send_header(self, *, now: bool) -> None:
@@ -120,6 +128,15 @@ class AgentView:
         if self._finished:
             return
         self._ops(event)
+        if isinstance(event, MessageEnd):
+            self._last = event.message
+            for seen in self._waiting:
+                seen.before = event.message
+            self._waiting.clear()
+        elif isinstance(event, CompactionNotice | NoteNotice):
+            seen = Seen(event, after=self._last)
+            self._notices.append(seen)
+            self._waiting.append(seen)
         if isinstance(event, ToolExecutionEnd):
             self._pager.see(event.result)
         replied, model = self._who.see(event)
@@ -186,7 +203,8 @@ class AgentView:
         if not self._ops.ended:
             self._outbox.add(RunOp(op="run", status="done"), now=False)
         self._outbox.close()
-        bundle = _transcript_or_note(messages, self._header, status)
+        placed = place_notices(messages, self._notices)
+        bundle = _transcript_or_note(messages, self._header, status, placed)
         if _shell_running():
             from IPython.display import display
 
@@ -268,11 +286,13 @@ def _safely(callback: Callable[..., None], *args: Any) -> None:
 
 
 def _transcript_or_note(
-    messages: Sequence[Message], header: ViewHeader, status: str
+    messages: Sequence[Message], header: ViewHeader, status: str, notices: Sequence[Placed]
 ) -> dict[str, str]:
     session = SessionMeta(id=header.session_id, title=header.title, model=header.model)
     try:
-        return render_transcript(messages, session=session, status=status, demo=header.demo)
+        return render_transcript(
+            messages, session=session, status=status, demo=header.demo, notices=notices
+        )
     except Exception:  # never leave the cell on a dead widget because of a rendering bug
         _log.exception("the transcript could not be rendered")
         note = f"The agent run ended ({status}); its transcript could not be shown here."

@@ -15,6 +15,7 @@ from mibyan_jupyter.core.notices import (
     NoteNotice,
     RetryNotice,
 )
+from mibyan_jupyter.export.notices import compaction_text, notes_text
 from mibyan_jupyter.export.render import ARGS_LIMIT, RESULT_LIMIT, RUN_PYTHON
 from mibyan_jupyter.jupyter.view.ops import BarName, BarOp, NoticeOp, ResultOp
 from mibyan_jupyter.jupyter.view.spill import spill_info
@@ -117,34 +118,11 @@ def notice_op(notice: RetryNotice | FallbackNotice | CompactionNotice) -> Notice
     return compaction_op(notice)
 
 
-COMPACTION_REASONS = {
-    "preflight": "the conversation neared the context window",
-    "aggressive": "the conversation was close to the context window",
-    "overflow": "the model said the conversation no longer fits",
-    "manual": "%agent compact",
-}
-
-
 def compaction_op(notice: CompactionNotice) -> NoticeOp:
-    """The compaction's receipt: how many messages were summarised, tokens before and
-    after, what was kept; the summary itself collapsed under it
+    """The compaction's receipt (the same words as the saved transcript's, from
+    :mod:`mibyan_jupyter.export.notices`), the summary itself collapsed under it
     (docs/architecture.md, "Context compression")."""
-    tokens = ""
-    if notice.tokens_before is not None and notice.tokens_after is not None:
-        tokens = f", {notice.tokens_before:,} → {notice.tokens_after:,} tokens"
-    summarised = notice.summarised or max(0, notice.messages_before - notice.messages_after)
-    kept = []
-    if notice.kept_head:
-        kept.append(f"the first {plural(notice.kept_head, 'message')}")
-    if notice.kept_tail:
-        kept.append(f"the last {plural(notice.kept_tail, 'message')}")
-    text = (
-        f"Compacted the conversation ({COMPACTION_REASONS.get(notice.reason, notice.reason)}):"
-        f" {plural(summarised, 'message')} summarised, {notice.messages_before} → "
-        f"{notice.messages_after} messages{tokens}"
-        + (f"; kept {' and '.join(kept)}" if kept else "")
-    )
-    op = NoticeOp(op="notice", level="info", kind="compaction", text=text)
+    op = NoticeOp(op="notice", level="info", kind="compaction", text=compaction_text(notice))
     if notice.summary.strip():
         op["detail"] = notice.summary.strip()
     return op
@@ -153,14 +131,10 @@ def compaction_op(notice: CompactionNotice) -> NoticeOp:
 def notes_op(notice: NoteNotice) -> NoticeOp | None:
     """The notes sent with one request, as one notice (never a "You" message): the first
     line of each, the whole notes collapsed under it. ``None``: nothing was sent."""
-    notes = [n.strip() for n in notice.notes if n.strip()]
-    if not notes:
+    parts = notes_text(notice)
+    if parts is None:
         return None
-    heads = "; ".join(n.splitlines()[0] for n in notes)
-    op = NoticeOp(op="notice", level="info", kind="notes", text=f"Sent with the request: {heads}")
-    op["detail"] = "\n\n".join(notes)
+    line, full = parts
+    op = NoticeOp(op="notice", level="info", kind="notes", text=line)
+    op["detail"] = full
     return op
-
-
-def plural(count: int, noun: str) -> str:
-    return f"{count} {noun}" + ("" if count == 1 else "s")
