@@ -76,7 +76,7 @@ def execute(path: Path, workdir: Path = WORKDIR, timeout: int = 120) -> Path:
         for item in cell.get("outputs", []):
             text = _plain(item).strip()
             if text:
-                print("   " + "\n   ".join(text.splitlines()[:40]))
+                print("   " + "\n   ".join(text.splitlines()[:120]))
     print(f"\nExecuted {path} in {time.perf_counter() - started:.1f} s -> {target}")
     return target
 

@@ -287,3 +287,32 @@ def test_after_a_compaction_the_notebook_continues_the_child_session(
     assert current != parent.id
     assert kernel_state().session(current) is not None
     assert kernel_state().store().get(current).parent_id == parent.id
+
+
+def test_a_cell_whose_run_compacts_keeps_its_own_messages_in_the_transcript(
+    shell: InteractiveShell, fake_provider: FakeProviderServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run's compaction rewrites the transcript in place; the cell's static transcript
+    still shows the cell's own prompt and answer (the run's AgentEnd lists them)."""
+    from mibyan_jupyter.jupyter.view import AgentView
+
+    finished: list[list[Any]] = []
+    real_finish = AgentView.finish
+
+    def recording_finish(self: AgentView, messages: Any, **kwargs: Any) -> None:
+        finished.append(list(messages))
+        real_finish(self, messages, **kwargs)
+
+    monkeypatch.setattr(AgentView, "finish", recording_finish)
+    model = f"fake:m@{fake_provider.base_url}"
+    fake_provider.push(*(FakeReply(f"answer {n} " + "x" * 400) for n in range(12)))
+    cell(shell, f"--model {model} --tools none", "first question")
+    for n in range(11):
+        cell(shell, "", f"question {n}")
+    fake_provider.push(FakeReply("Summary: twelve questions."), FakeReply("the last answer"))
+    cell(shell, "--context-window 1500", "the last question")
+    last = finished[-1]
+    texts = [str(getattr(m, "content", "")).strip() for m in last]
+    assert "the last question" in texts
+    assert "the last answer" in texts
+    assert kernel_state().store().get(kernel_state().current_session(None) or "").parent_id

@@ -84,15 +84,18 @@ def sessions(kernel: KernelDriver) -> list[tuple[Any, ...]]:
 
 
 def ask_ops(kernel: KernelDriver) -> list[tuple[str, dict[str, Any]]]:
-    """(view comm id, op) of every ask card the kernel sent."""
-    found = []
+    """(view comm id, op) of every ask card the kernel sent, once each: a batch the view
+    replays when the front end says "rendered" carries the same card again."""
+    found: dict[tuple[str, Any], tuple[str, dict[str, Any]]] = {}
     for message in kernel.comm_messages:
         batch = message.get("data", {}).get("content")
         if isinstance(batch, list):
             for item in batch[1:]:
                 if isinstance(item, dict) and item.get("op") == "ask":
-                    found.append((message["comm_id"], item))
-    return found
+                    found.setdefault(
+                        (message["comm_id"], item.get("id")), (message["comm_id"], item)
+                    )
+    return list(found.values())
 
 
 def test_headless_the_answer_is_fork(kernels: tuple[KernelDriver, KernelDriver]) -> None:

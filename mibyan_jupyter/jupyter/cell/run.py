@@ -15,6 +15,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
+from mibyan_jupyter.core.events import AgentEnd
 from mibyan_jupyter.jupyter.cell.approver import approval_gate
 from mibyan_jupyter.jupyter.cell.cell_plan import CellPlan
 from mibyan_jupyter.jupyter.cell.context import flush_after_run, session_results
@@ -42,6 +43,8 @@ from mibyan_jupyter.store.resume import take_repair_report
 
 if TYPE_CHECKING:
     from mibyan_jupyter.core.agent import Agent
+    from mibyan_jupyter.core.events import AgentEvent
+    from mibyan_jupyter.core.messages import Message
     from mibyan_jupyter.store.session_queries import SessionInfo
 
 WAKE_S = 0.2
@@ -204,9 +207,9 @@ async def _run(
         told += len(news)
         _tell(view, news)
 
+    added = RunMessages(agent)
     view.on_stop(stop_elsewhere)
-    unsubscribe = [agent.subscribe(view), agent.subscribe(store_news)]
-    before = len(agent.state.messages)
+    unsubscribe = [agent.subscribe(view), agent.subscribe(store_news), agent.subscribe(added)]
     task = loop.create_task(agent.prompt(prompt))
     state.begin_run(
         ActiveRun(handle.session_id, notebook_path(), task, view, time.time(), plan.model.label)
@@ -226,17 +229,36 @@ async def _run(
             if writer.error is not None and not told:
                 _tell(view, [f"the session store failed: {writer.error}"])
             status = _status(agent.state.last_end_reason, stopped=stopped, interrupted=interrupted)
-            view.finish(agent.state.messages[before:], status=status)
+            view.finish(added.messages(), status=status)
     if not interrupted:  # memory is flushed when a run changed something ("Memory")
-        kept = await flush_after_run(
-            plan, agent.state.last_end_reason, agent.state.messages[before:]
-        )
+        kept = await flush_after_run(plan, agent.state.last_end_reason, added.messages())
         if kept:
             print(f"mibyan: remembered {len(kept)} fact(s): " + "; ".join(kept))
     if interrupted:
         raise AgentInterrupted(
             "the run was interrupted (Kernel > Interrupt); the conversation so far is saved"
         )
+
+
+class RunMessages:
+    """The messages one run added, as its ``AgentEnd`` lists them: not a slice of the
+    transcript, which a compaction inside the run rewrites in place (the slice would lose
+    the run's own messages). Until the end arrives (a run cut short before it), the
+    messages after those the transcript held when the run began."""
+
+    def __init__(self, agent: Agent) -> None:
+        self._agent = agent
+        self._before = len(agent.state.messages)
+        self._ended: tuple[Message, ...] | None = None
+
+    def __call__(self, event: AgentEvent) -> None:
+        if isinstance(event, AgentEnd):
+            self._ended = event.messages
+
+    def messages(self) -> list[Message]:
+        if self._ended is not None:
+            return list(self._ended)
+        return self._agent.state.messages[self._before :]
 
 
 class HeaderFollower:
