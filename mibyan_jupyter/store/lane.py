@@ -119,10 +119,10 @@ class WriteLane:
         with self._cond:
             if self.failing is not None or self.stopped is not None or not self._queue:
                 return
-            self.failing = error
             self._kept = len(self._queue)
-        if self._on_fail is not None:
-            self._on_fail(error)
+            if self._on_fail is not None:  # the line first, as in _failed
+                self._on_fail(error)
+            self.failing = error
 
     def drain(self, timeout: float | None = None) -> bool:
         """Wait until every write is made (or the lane stopped); whether it was."""
@@ -195,12 +195,13 @@ class WriteLane:
 
     def _failed(self, error: StoreError) -> None:
         with self._cond:
-            first = self.failing is None
-            if first:
+            if self.failing is None:
                 self._kept = len(self._queue)
+                # The line is recorded before the failure shows: whoever sees the writer
+                # failing finds its line already there.
+                if self._on_fail is not None:
+                    self._on_fail(error)
             self.failing = error  # the latest cause: a stall becomes the real reason
-        if first and self._on_fail is not None:
-            self._on_fail(error)
 
     def _stop(self, error: StoreError, *, report: bool = True) -> None:
         with self._cond:
