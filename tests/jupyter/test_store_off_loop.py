@@ -17,7 +17,7 @@ import pytest
 from mibyan_jupyter.jupyter.cell.cell_plan import CellPlan
 from mibyan_jupyter.jupyter.cell.options import parse_cell_line
 from mibyan_jupyter.jupyter.cell.plan import plan_from_options
-from mibyan_jupyter.jupyter.cell.sessions import AgentStoreError, open_session_off_loop
+from mibyan_jupyter.jupyter.cell.sessions import AgentStoreError, open_session
 from mibyan_jupyter.jupyter.defaults import BUILTIN
 from mibyan_jupyter.jupyter.state import KernelState, reset_kernel_state
 
@@ -81,7 +81,7 @@ async def test_a_new_session_waits_for_the_lock_off_the_loop(
     loop = asyncio.get_running_loop()
     loop.call_later(0.8, lambda: loop.run_in_executor(None, locker.release))
     started = time.monotonic()
-    task = loop.create_task(open_session_off_loop(state, new_session_plan(), None))
+    task = loop.create_task(open_session(state, new_session_plan(), None))
     stall = await worst_stall(task)
     handle = task.result()
     assert time.monotonic() - started >= 0.7  # it did wait for the lock ...
@@ -98,9 +98,7 @@ async def test_a_lock_that_stays_fails_with_one_clear_line(
     db.conn.execute("PRAGMA busy_timeout=50")
     locker = Locker(tmp_path / "sessions.sqlite3")
     try:
-        task = asyncio.get_running_loop().create_task(
-            open_session_off_loop(state, new_session_plan(), None)
-        )
+        task = asyncio.get_running_loop().create_task(open_session(state, new_session_plan(), None))
         stall = await worst_stall(task)
         with pytest.raises(AgentStoreError) as caught:
             task.result()

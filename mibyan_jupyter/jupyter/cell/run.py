@@ -27,7 +27,7 @@ from mibyan_jupyter.jupyter.cell.queued import (
     give_to_running,
     undeliver_leftovers,
 )
-from mibyan_jupyter.jupyter.cell.sessions import claim_session, open_session_off_loop, user_facing
+from mibyan_jupyter.jupyter.cell.sessions import claim_session, open_session, user_facing
 from mibyan_jupyter.jupyter.kernel_tools import risk_note
 from mibyan_jupyter.jupyter.state import (
     ActiveRun,
@@ -73,7 +73,7 @@ async def run_cell(prompt: str, line: str = "", *, headless: bool = False) -> No
     continued = await asyncio.to_thread(session_to_continue, state, options, notebook)
     settings = continued.settings if continued is not None else None
     plan = plan_from_options(prompt, options, state.defaults, headless=headless, session=settings)
-    handle = await open_session_off_loop(state, plan, notebook)
+    handle = await open_session(state, plan, notebook)
     if continued is None:  # a new session records what it runs with, for its resumes
         await asyncio.to_thread(
             record_settings, state.store().db, handle.session_id, session_config(plan)

@@ -60,34 +60,12 @@ def user_facing(error: Exception) -> Exception:
     )
 
 
-def open_session(state: KernelState, plan: CellPlan, notebook: str | None) -> SessionHandle:
-    """The session of this cell, made current for the notebook. Its agent holds the
-    conversation; the cell's settings are put on it by the plan (:mod:`.plan`)."""
-    from mibyan_jupyter.store.db import StoreError
-
-    target = plan.options.session
-    if target is None:
-        current = state.current_session(notebook)
-        handle = state.session(current) if current is not None else None
-        if handle is not None:
-            return handle
-        target = "new"
-    try:
-        if target == "new":
-            handle = _new(state, plan, notebook)
-        else:
-            handle = resume_session(state, target, notebook, plan.stream_fn)
-    except StoreError as error:
-        raise user_facing(error) from None
-    state.make_current(notebook, handle.session_id)
-    return handle
-
-
-async def open_session_off_loop(
-    state: KernelState, plan: CellPlan, notebook: str | None
-) -> SessionHandle:
-    """:func:`open_session` with every store call on a worker thread: opening the store,
-    creating a session, and resolving one (its dead-owner sweep is a write). Another
+async def open_session(state: KernelState, plan: CellPlan, notebook: str | None) -> SessionHandle:
+    """The session of this cell (the notebook's current one, a new one, or ``--session``),
+    made current for the notebook; its agent holds the conversation, the cell's settings
+    are put on it by the plan (:mod:`.plan`). Every store call runs on a worker thread:
+    opening the store, creating a session, and resolving one (its dead-owner sweep is a
+    write). Another
     process holding the write lock then makes SQLite wait on that thread, never on the
     kernel's loop, so clicks and Kernel > Interrupt still arrive; a lock that outlasts the
     store's patience ends the cell with one line (docs/architecture.md, "Store", "A
@@ -136,11 +114,6 @@ def _new_agent(plan: CellPlan) -> Agent:
 
     # The conversation only: the model, tools and budget are set by plan.configure_agent.
     return Agent(stream_fn=plan.stream_fn, system_prompt=plan.new_session_prompt)
-
-
-def _new(state: KernelState, plan: CellPlan, notebook: str | None) -> SessionHandle:
-    info = state.store().create(**_new_fields(plan, notebook))
-    return _keep(state, info, _new_agent(plan))
 
 
 def resume_session(
