@@ -59,6 +59,46 @@ def message(session_id: str, msg: Message, written: Written) -> Op:
     return run
 
 
+def _ledger_row(
+    conn: sqlite3.Connection,
+    session_id: str,
+    seq: int | None,
+    usage: Usage,
+    *,
+    model: str | None,
+    provider: str | None,
+    api: str | None,
+    latency_ms: float,
+    retries: int,
+    fallback_from: str | None,
+    created_at: float,
+) -> None:
+    """One row of the usage ledger (``seq`` ``None``: an attempt that kept no message)."""
+    conn.execute(
+        "INSERT INTO usage_ledger (session_id, message_seq, model, provider, api,"
+        " input_tokens, output_tokens, cache_read, cache_write, reasoning, cost,"
+        " latency_ms, retries, fallback_from, created_at)"
+        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        (
+            session_id,
+            seq,
+            model,
+            provider,
+            api,
+            usage.input,
+            usage.output,
+            usage.cache_read,
+            usage.cache_write,
+            usage.reasoning,
+            usage.cost,
+            latency_ms,
+            retries,
+            fallback_from,
+            created_at,
+        ),
+    )
+
+
 def assistant(
     session_id: str,
     msg: AssistantMessage,
@@ -72,32 +112,22 @@ def assistant(
 ) -> Op:
     """The message and its ledger row land together: a usage row never points at a
     message that is not there, and one commit serves both."""
-    usage, now = msg.usage, time.time()
+    now = time.time()
 
     def run(conn: sqlite3.Connection) -> Callable[[], None]:
         seq = insert_message(conn, session_id, msg)
-        conn.execute(
-            "INSERT INTO usage_ledger (session_id, message_seq, model, provider, api,"
-            " input_tokens, output_tokens, cache_read, cache_write, reasoning, cost,"
-            " latency_ms, retries, fallback_from, created_at)"
-            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (
-                session_id,
-                seq,
-                msg.model or requested,
-                provider,
-                msg.api,
-                usage.input,
-                usage.output,
-                usage.cache_read,
-                usage.cache_write,
-                usage.reasoning,
-                usage.cost,
-                latency_ms,
-                retries,
-                fallback_from,
-                now,
-            ),
+        _ledger_row(
+            conn,
+            session_id,
+            seq,
+            msg.usage,
+            model=msg.model or requested,
+            provider=provider,
+            api=msg.api,
+            latency_ms=latency_ms,
+            retries=retries,
+            fallback_from=fallback_from,
+            created_at=now,
         )
         return lambda: written(seq)
 
@@ -116,28 +146,21 @@ def attempt(
 ) -> Op:
     """A ledger row for an attempt that was billed but kept no message (a retried or
     failed-over call, as its notice reports): ``message_seq`` is NULL."""
-    row = (
-        session_id,
-        model,
-        provider,
-        usage.input,
-        usage.output,
-        usage.cache_read,
-        usage.cache_write,
-        usage.reasoning,
-        usage.cost,
-        latency_ms,
-        retries,
-        fallback_from,
-        time.time(),
-    )
+    now = time.time()
 
     def run(conn: sqlite3.Connection) -> None:
-        conn.execute(
-            "INSERT INTO usage_ledger (session_id, message_seq, model, provider, input_tokens,"
-            " output_tokens, cache_read, cache_write, reasoning, cost, latency_ms, retries,"
-            " fallback_from, created_at) VALUES (?,NULL,?,?,?,?,?,?,?,?,?,?,?,?)",
-            row,
+        _ledger_row(
+            conn,
+            session_id,
+            None,
+            usage,
+            model=model,
+            provider=provider,
+            api=None,
+            latency_ms=latency_ms,
+            retries=retries,
+            fallback_from=fallback_from,
+            created_at=now,
         )
 
     return run
