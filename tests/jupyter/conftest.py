@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
@@ -19,3 +20,25 @@ def shell() -> Iterator[InteractiveShell]:
         yield instance
     finally:
         InteractiveShell.clear_instance()
+
+
+@pytest.fixture
+def loaded_shell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[InteractiveShell]:
+    """A real InteractiveShell with the extension loaded, in a folder of its own: its own
+    session database and memory folder, no provider key, the demo model without delays,
+    a fresh kernel state (cleared again afterwards)."""
+    from mibyan_jupyter.jupyter.state import reset_kernel_state
+
+    monkeypatch.setenv("MIBYAN_DB", str(tmp_path / "sessions.sqlite3"))
+    monkeypatch.setenv("MIBYAN_MEMORY_DIR", str(tmp_path / "memory"))
+    monkeypatch.setenv("MIBYAN_DEMO_DELAY", "0")
+    for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "JPY_SESSION_NAME"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.chdir(tmp_path)
+    reset_kernel_state()
+    ip = InteractiveShell.instance()
+    ip.run_line_magic("load_ext", "mibyan_jupyter")
+    yield ip
+    ip.run_line_magic("unload_ext", "mibyan_jupyter")
+    reset_kernel_state()
+    InteractiveShell.clear_instance()

@@ -6,7 +6,6 @@ InteractiveShell over real loopback HTTP and a real SQLite file."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,20 +24,8 @@ from mibyan_jupyter.testing import FakeProviderServer, FakeReply
 
 
 @pytest.fixture
-def shell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[InteractiveShell]:
-    monkeypatch.setenv("MIBYAN_DB", str(tmp_path / "sessions.sqlite3"))
-    monkeypatch.setenv("MIBYAN_MEMORY_DIR", str(tmp_path / "memory"))
-    monkeypatch.setenv("MIBYAN_DEMO_DELAY", "0")
-    for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "JPY_SESSION_NAME"):
-        monkeypatch.delenv(key, raising=False)
-    monkeypatch.chdir(tmp_path)
-    reset_kernel_state()
-    ip = InteractiveShell.instance()
-    ip.run_line_magic("load_ext", "mibyan_jupyter")
-    yield ip
-    ip.run_line_magic("unload_ext", "mibyan_jupyter")
-    reset_kernel_state()
-    InteractiveShell.clear_instance()
+def shell(loaded_shell: InteractiveShell) -> InteractiveShell:
+    return loaded_shell
 
 
 def cell(shell: InteractiveShell, line: str, prompt: str) -> None:

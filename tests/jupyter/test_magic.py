@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,19 +25,8 @@ def configured() -> Defaults:
 
 
 @pytest.fixture
-def shell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[InteractiveShell]:
-    monkeypatch.setenv("MIBYAN_DB", str(tmp_path / "sessions.sqlite3"))
-    monkeypatch.setenv("MIBYAN_DEMO_DELAY", "0")
-    for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "JPY_SESSION_NAME"):
-        monkeypatch.delenv(key, raising=False)
-    monkeypatch.chdir(tmp_path)
-    reset_kernel_state()
-    ip = InteractiveShell.instance()
-    ip.run_line_magic("load_ext", "mibyan_jupyter")
-    yield ip
-    ip.run_line_magic("unload_ext", "mibyan_jupyter")
-    reset_kernel_state()
-    InteractiveShell.clear_instance()
+def shell(loaded_shell: InteractiveShell) -> InteractiveShell:
+    return loaded_shell
 
 
 def test_load_ext_registers_both_magics_and_the_transformer(shell: InteractiveShell) -> None:

@@ -107,7 +107,7 @@ def plan_from_options(
         ),
         headless=headless,
         headless_wait=float(defaults.headless_wait),
-        pins=tuple(getattr(session, "pins", None) or ()),
+        pins=(session.pins or ()) if session is not None else (),
     )
 
 
