@@ -213,9 +213,12 @@ def test_a_spilled_result_shows_its_preview_and_expand_loads_the_whole(
     for _ in range(20):  # each click loads one chunk
         if load.count() == 0:
             break
-        load.click()
+        # Hold the button before the click: the last chunk removes it, and a locator
+        # resolved after that would wait for a button that is never coming back.
+        button = load.element_handle()
+        button.click()
         lab.page.wait_for_function(
-            "(b) => !b || !b.isConnected || !b.disabled", arg=load.element_handle(), timeout=10_000
+            "(b) => !b.isConnected || !b.disabled", arg=button, timeout=10_000
         )
     assert load.count() == 0, "the whole result was loaded, nothing left to load"
     assert shown.inner_text().strip() == whole
