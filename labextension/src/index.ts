@@ -142,7 +142,7 @@ function isLive(cell: CodeCell): boolean {
   return !cell.isDisposed && cell.model.executionState === 'running';
 }
 
-const plugin: JupyterFrontEndPlugin<void> = {
+const queuePlugin: JupyterFrontEndPlugin<void> = {
   id: 'mibyan-jupyter:queue',
   description: 'Queues a lone %%agent cell for the running agent (steering or follow-up).',
   autoStart: true,
@@ -214,4 +214,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
   }
 };
 
-export default plugin;
+/** Every plugin of the extension; each other file exports its own and is listed here. */
+const plugins: JupyterFrontEndPlugin<void>[] = [queuePlugin];
+
+export default plugins;

@@ -18,8 +18,11 @@ import anywidget
 STATIC = pathlib.Path(__file__).parent / "static"
 
 
-FRONT_END = ("dom.js", "cards.js", "view.js")
+FRONT_END = ("dom.js", "markdown.js", "cards.js", "view.js")
 """The front end's files in the order they are joined (the last is the module's face)."""
+
+STYLES = ("view.css", "markdown.css", "cards.css")
+"""The style sheets, joined in this order into the widget's one ``_css``."""
 
 
 def front_end_module() -> str:
@@ -29,4 +32,4 @@ def front_end_module() -> str:
 
 class AgentWidget(anywidget.AnyWidget):
     _esm = front_end_module()
-    _css = STATIC / "view.css"
+    _css = "\n".join((STATIC / name).read_text(encoding="utf-8") for name in STYLES)
