@@ -25,7 +25,9 @@ from typing_extensions import TypedDict
 DeltaKind: TypeAlias = Literal["text", "thinking", "args"]
 """An element's streamed text: a reply's text, its thinking, a call's arguments."""
 RunStatus: TypeAlias = Literal["running", "awaiting_approval", "done"]
-ToolStatus: TypeAlias = Literal["running", "awaiting approval", "done", "error", "denied"]
+ToolStatus: TypeAlias = Literal[
+    "running", "awaiting approval", "done", "error", "denied", "stopped"
+]
 """Shown as is on the card (the front end starts a card at "pending")."""
 NoticeLevel: TypeAlias = Literal["info", "warning", "error"]
 NoticeKind: TypeAlias = Literal[
@@ -111,6 +113,16 @@ class StatusOp(TypedDict):
     op: Literal["status"]
     id: str
     status: ToolStatus
+
+
+class ToolOutputOp(TypedDict):
+    """Output a running tool printed (``run_python``, ``run_shell``), sent while it runs,
+    throttled like text. Untrusted tool output, already redacted: shown as text only."""
+
+    op: Literal["tool_output"]
+    id: str
+    stream: Literal["stdout", "stderr"]
+    text: str
 
 
 class ResultOp(TypedDict):
@@ -226,6 +238,7 @@ StructuralOp: TypeAlias = (
     | ClearOp
     | ToolOp
     | StatusOp
+    | ToolOutputOp
     | ResultOp
     | PageOp
     | ApprovalOp

@@ -154,3 +154,19 @@ function askHandlers(parts, model) {
     },
   };
 }
+
+/**
+ * Append what a running tool printed to its card's live output (text only: untrusted).
+ * @param {HTMLElement} card the tool card
+ * @param {import("./ops").ToolOutputOp} op
+ * @returns {void}
+ */
+function toolOutput(card, op) {
+  let out = /** @type {HTMLElement | null} */ (card.querySelector(".mibyan-tool-output"));
+  if (!out) {
+    out = make("pre", "mibyan-tool-output");
+    card.append(out);
+  }
+  const part = make("span", `mibyan-${op.stream}`, op.text);
+  out.append(part);
+}

@@ -6,7 +6,13 @@
 
 export type DeltaKind = "text" | "thinking" | "args";
 export type RunStatus = "running" | "awaiting_approval" | "done";
-export type ToolStatus = "running" | "awaiting approval" | "done" | "error" | "denied";
+export type ToolStatus =
+  | "running"
+  | "awaiting approval"
+  | "done"
+  | "error"
+  | "denied"
+  | "stopped";
 export type NoticeLevel = "info" | "warning" | "error";
 export type NoticeKind =
   | "note"
@@ -77,6 +83,13 @@ export interface StatusOp {
   op: "status";
   id: string;
   status: ToolStatus;
+}
+
+export interface ToolOutputOp {
+  op: "tool_output";
+  id: string;
+  stream: "stdout" | "stderr";
+  text: string;
 }
 
 export interface ResultOp {
@@ -169,6 +182,7 @@ export type StructuralOp =
   | ClearOp
   | ToolOp
   | StatusOp
+  | ToolOutputOp
   | ResultOp
   | PageOp
   | ApprovalOp

@@ -151,7 +151,7 @@ function messageHandlers(parts) {
  * The ops of a tool card: the call, its streamed arguments, status, result and approval.
  * @param {Parts} parts
  * @param {Model} model
- * @returns {Pick<Handlers, "tool" | "args" | "status" | "result" | "page" | "approval" | "decided">}
+ * @returns {Pick<Handlers, "tool" | "args" | "status" | "tool_output" | "result" | "page" | "approval" | "decided">}
  */
 function toolHandlers(parts, model) {
   return {
@@ -166,6 +166,9 @@ function toolHandlers(parts, model) {
       const t = tool(parts, op.id);
       t.status.textContent = op.status;
       t.node.dataset.status = op.status;
+    },
+    tool_output(op) {
+      toolOutput(tool(parts, op.id).node, op);
     },
     result(op) {
       const t = tool(parts, op.id);
