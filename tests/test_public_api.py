@@ -118,6 +118,11 @@ CORE_API = {
     # budgets
     "BudgetLimits",
     "BudgetTracker",
+    "BudgetGate",
+    "BudgetRefused",
+    "BudgetStop",
+    "ModelPrice",
+    "Reservation",
     "DEFAULT_MAX_TURNS",
     "CHILD_MAX_TURNS",
     # fakes

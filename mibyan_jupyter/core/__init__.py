@@ -25,6 +25,7 @@ from .approval import (
     PolicyOnly,
 )
 from .budget import CHILD_MAX_TURNS, DEFAULT_MAX_TURNS, BudgetLimits, BudgetTracker
+from .budget_gate import BudgetGate, BudgetRefused, BudgetStop, ModelPrice, Reservation
 from .config import (
     AfterToolCall,
     AgentContext,
@@ -102,8 +103,11 @@ __all__ = [
     "AutoApprove",
     "BeforeToolCall",
     "Block",
+    "BudgetGate",
     "BudgetLimits",
+    "BudgetRefused",
     "BudgetStatus",
+    "BudgetStop",
     "BudgetTracker",
     "BudgetUpdated",
     "Call",
@@ -120,11 +124,13 @@ __all__ = [
     "MessageEnd",
     "MessageStart",
     "MessageUpdate",
+    "ModelPrice",
     "ModelRequest",
     "ModelView",
     "PolicyOnly",
     "QueueMode",
     "Reply",
+    "Reservation",
     "ResultOverride",
     "RetryNotice",
     "ScriptedModel",

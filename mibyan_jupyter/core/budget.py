@@ -1,10 +1,12 @@
 """Budgets: how many model calls, tokens and dollars a run may spend.
 
-The loop checks them before each request and after each response. When one runs out the
-loop does not just stop: it makes exactly one final call without tools, with an explicit
-``max_tokens``, asking the model to sum up, so the user always gets an answer (Hermes'
-max-iterations behaviour). Defaults follow Hermes: 500 model calls for a top-level agent,
-50 for a delegated child.
+The limits and the running totals; the budget gate (:mod:`.budget_gate`) reserves each
+call's worst case against them before it is sent, so a limit is never overshot. When one
+is reached the loop does not just stop: it asks (``on_budget_exhausted``: continue with a
+raised limit) or makes exactly one final call without tools, with an explicit
+``max_tokens`` inside what is left, asking the model to sum up, so the user always gets an
+answer (Hermes' max-iterations behaviour). Defaults follow Hermes: 500 model calls for a
+top-level agent, 50 for a delegated child.
 
 Every attempt counts toward the token and cost budgets, not only the reply that is kept:
 a provider announces a retried or failed-over attempt with a notice carrying what it used
@@ -14,7 +16,6 @@ overspent through retries. Attempts do not count as turns (a retry is not an ite
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 
 from .events import AgentEvent, BudgetStatus, BudgetUpdated
@@ -23,8 +24,6 @@ from .notices import FallbackNotice, RetryNotice
 
 DEFAULT_MAX_TURNS = 500
 CHILD_MAX_TURNS = 50
-
-_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,12 +58,12 @@ class BudgetTracker:
     """Running totals against :class:`BudgetLimits`."""
 
     __slots__ = (
-        "_warned",
         "cost",
         "input_tokens",
         "limits",
         "output_tokens",
         "turns",
+        "unknown_cost",
     )
 
     def __init__(self, limits: BudgetLimits) -> None:
@@ -73,7 +72,8 @@ class BudgetTracker:
         self.input_tokens = 0
         self.output_tokens = 0
         self.cost = 0.0
-        self._warned = False
+        self.unknown_cost = False
+        """Some call's price was unknown: :attr:`cost` is a lower bound."""
 
     @property
     def total_tokens(self) -> int:
@@ -95,16 +95,8 @@ class BudgetTracker:
         self.input_tokens += usage.input + usage.cache_read + usage.cache_write
         self.output_tokens += usage.output
         if usage.cost is None:
-            if (
-                self.limits.max_cost is not None
-                and not self._warned
-                and (usage.input or usage.output)
-            ):
-                self._warned = True
-                _log.warning(
-                    "a cost budget is set but the price of this model is unknown: "
-                    "its calls are not counted against the budget"
-                )
+            if usage.input or usage.output:
+                self.unknown_cost = True  # the gate says so once (core/budget_gate.py)
         else:
             self.cost += usage.cost
 
@@ -146,6 +138,8 @@ class BudgetTracker:
                 BudgetStatus(
                     name="total_tokens", used=self.total_tokens, limit=limits.max_total_tokens
                 ),
-                BudgetStatus(name="cost", used=self.cost, limit=limits.max_cost),
+                BudgetStatus(
+                    name="cost", used=self.cost, limit=limits.max_cost, unknown=self.unknown_cost
+                ),
             )
         )

@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from .messages import AssistantMessage, Message, ToolMessage, UserMessage, content_text
+from .messages import AssistantMessage, Message, ToolMessage, Usage, UserMessage, content_text
 from .notices import CompactionReason
 from .signal import AbortSignal
 from .stream import ModelRequest, StreamDone, StreamError, StreamFn
@@ -182,7 +182,12 @@ def summary_request(model: str, system_prompt: str, middle: Sequence[Message]) -
 
 
 class SummaryFailed(RuntimeError):
-    """The summary call failed (its error message says why); nothing was compacted."""
+    """The summary call failed (its error message says why); nothing was compacted.
+    ``usage``: what the failed call still used (it counts in the budget)."""
+
+    def __init__(self, text: str, usage: Usage | None = None) -> None:
+        super().__init__(text)
+        self.usage = usage
 
 
 async def summarise(
@@ -200,5 +205,7 @@ async def summarise(
                 final = event.message
     if final is None or final.error_message or not (final.content or "").strip():
         why = final.error_message if final is not None else None
-        raise SummaryFailed(why or "the summary call returned no text")
+        raise SummaryFailed(
+            why or "the summary call returned no text", final.usage if final else None
+        )
     return final

@@ -15,6 +15,7 @@ from typing import Any, Literal, TypeAlias, TypeVar
 
 from .approval import ApprovalGate
 from .budget import BudgetLimits
+from .budget_gate import BudgetGate, BudgetStop, PriceFn
 from .compaction import CompactionSettings
 from .messages import AssistantMessage, Content, Message, ToolCall, ToolMessage
 from .notes import NoteContext as NoteContext
@@ -139,6 +140,16 @@ class LoopConfig:
     budget: BudgetLimits | None = None
     summary_max_tokens: int = 1024
     """The explicit ``max_tokens`` of the one summary call made when a budget runs out."""
+    budget_gate: BudgetGate | None = None
+    """The gate every model call reserves from (core/budget_gate.py); ``None``: a new one
+    for ``budget`` per run. Given to share one cap (a cell's flush, a delegated child)."""
+    prices: PriceFn | None = None
+    """Model name to price, for the gate's worst case; ``None``: prices unknown."""
+    on_budget_exhausted: (
+        Callable[[BudgetStop], MaybeAwaitable[Literal["continue", "summarize"]]] | None
+    ) = None
+    """Asked when a limit is reached, before the summary call: ``"continue"`` raises that
+    limit by ``BudgetStop.step`` and the run goes on; ``None`` (headless): summarize."""
     options: dict[str, Any] = field(default_factory=dict)
     """Passed through to the stream function (temperature, provider options...)."""
     compaction: CompactionSettings | None = None

@@ -120,7 +120,7 @@ class ApprovalResolved(_Event):
     name: str
     approved: bool
     scope: Literal["once", "session", "always"] = "once"
-    decided_by: Literal["user", "policy", "timeout", "abort", "error"] = "user"
+    decided_by: Literal["user", "policy", "rule", "timeout", "abort", "error"] = "user"
     reason: str | None = None
 
 
@@ -130,6 +130,8 @@ class BudgetStatus(_Event):
     name: Literal["turns", "input_tokens", "output_tokens", "total_tokens", "cost"]
     used: float
     limit: float | None
+    unknown: bool = False
+    """Some of what was used has no known price: ``used`` is a lower bound (cost only)."""
 
 
 class BudgetUpdated(_Event):

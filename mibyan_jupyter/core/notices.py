@@ -69,6 +69,8 @@ class CompactionNotice(_Notice):
     """Messages kept at the end."""
     messages: tuple[Message, ...] = ()
     """The compacted transcript, for the store's child session."""
+    usage: Usage | None = None
+    """What the summary call used (counted in the budget; a ledger row of its own)."""
 
 
 class NoteNotice(_Notice):

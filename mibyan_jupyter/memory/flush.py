@@ -10,10 +10,21 @@ that changed something).
 
 from __future__ import annotations
 
+import dataclasses
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from mibyan_jupyter.core.messages import AssistantMessage, Message, UserMessage, content_text
+from mibyan_jupyter.core.budget_gate import BudgetGate, PriceFn, request_input_tokens
+from mibyan_jupyter.core.compaction import SummaryFailed, summarise
+from mibyan_jupyter.core.messages import (
+    AssistantMessage,
+    Message,
+    Usage,
+    UserMessage,
+    content_text,
+)
+from mibyan_jupyter.core.signal import AbortSignal
+from mibyan_jupyter.core.stream import ModelRequest, StreamFn
 from mibyan_jupyter.memory.files import Memory, MemoryEditError, MemoryKind
 
 CHANGING_TOOLS = frozenset({"run_python", "write_file", "run_shell"})
@@ -22,6 +33,8 @@ USER_PREFIX = "user:"
 """A fact line that starts with this (after ``- ``) is a preference: it goes to USER.md."""
 MAX_FACTS = 5
 """Entries one flush adds at most."""
+FLUSH_MAX_TOKENS = 512
+"""The flush's reply is at most five short lines: it asks for no more than this."""
 
 _PREFERENCE = re.compile(
     r"\b(i (?:always |usually )?prefer|i(?:'d| would) rather|i like|i don'?t like|"
@@ -82,3 +95,41 @@ def keep_facts(memory: Memory, text: str, limit: int = MAX_FACTS) -> list[str]:
         if len(after) > len(before):
             added.append(after[-1])
     return added
+
+
+async def flush_call(
+    stream_fn: StreamFn,
+    request: ModelRequest,
+    signal: AbortSignal,
+    gate: BudgetGate | None = None,
+    prices: PriceFn | None = None,
+    on_usage: Callable[[Usage], None] | None = None,
+) -> AssistantMessage:
+    """The flush's one tool-less call, reserved through the cell's budget gate like every
+    model call (docs/architecture.md, "Budgets"): its worst case is held before it is
+    sent and what it used counts in the budget. Raises
+    :class:`~mibyan_jupyter.core.budget_gate.BudgetRefused` when the budget cannot pay
+    for it (nothing is sent), :class:`~mibyan_jupyter.core.compaction.SummaryFailed`
+    when the call fails. ``on_usage`` gets what the call used (the session's ledger row:
+    the flush is a model call outside the loop's events)."""
+    if request.max_tokens is None:
+        request = dataclasses.replace(request, max_tokens=FLUSH_MAX_TOKENS)
+    reservation = None
+    if gate is not None:
+        price = prices(request.model) if prices is not None else None
+        input_tokens = request_input_tokens(request)
+        reservation = gate.reserve(input_tokens, request.max_tokens, price, turns=0)
+        request = dataclasses.replace(request, max_tokens=reservation.max_tokens)
+    used = Usage()
+    try:
+        reply = await summarise(stream_fn, request, signal)
+        used = reply.usage
+        return reply
+    except SummaryFailed as failed:
+        used = failed.usage or Usage()
+        raise
+    finally:
+        if gate is not None and reservation is not None:
+            gate.settle(reservation, used, turn=False)
+        if on_usage is not None and used != Usage():
+            on_usage(used)  # the ledger's row (``on_usage`` never raises: the writer queues)

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from mibyan_jupyter.core.budget_gate import ModelPrice, PriceFn
 from mibyan_jupyter.core.messages import Usage
 
 
@@ -93,3 +95,36 @@ class PriceTable:
             return 0.0
         price = self.price(provider, model_id)
         return None if price is None else price.cost(usage)
+
+    def model_price(self, provider: str | None, model_id: str) -> ModelPrice | None:
+        """The budget gate's view of a price (core/budget_gate.py): USD per million
+        tokens, the input at the dearest rate an input token is billed (a cache write
+        costs more than plain input); ``None`` when unknown; a local server costs 0."""
+        if provider in _FREE_PROVIDERS:
+            return ModelPrice(0.0, 0.0)
+        price = self.price(provider, model_id)
+        if price is None:
+            return None
+        dearest_input = max(price.input, price.cache_write or 0.0, price.cache_read or 0.0)
+        return ModelPrice(dearest_input, price.output)
+
+
+def chain_prices(
+    models: Sequence[tuple[str | None, str]], table: PriceTable | None = None
+) -> PriceFn:
+    """The gate's price function for a model and its fallbacks (``(provider, model_id)``
+    each): the dearest rates of the chain, since a failover may move any call to any of
+    them; unknown when one of them is."""
+    prices = table if table is not None else PriceTable()
+    found = [prices.model_price(provider, model_id) for provider, model_id in models]
+    known = [p for p in found if p is not None]
+    dearest = (
+        ModelPrice(max(p.input for p in known), max(p.output for p in known))
+        if known and len(known) == len(found)
+        else None
+    )
+
+    def price_of(_model: str) -> ModelPrice | None:
+        return dearest
+
+    return price_of

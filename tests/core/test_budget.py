@@ -1,10 +1,13 @@
 """Budgets: turns, tokens and cost. When one is used up the loop makes exactly one final
 call without tools (explicit max_tokens, tool_choice "none") asking for a summary, and
-ends with a non-empty final message and reason ``budget_exhausted``."""
+ends with a non-empty final message and reason ``budget_exhausted``. The instruction is a
+note on that request (a NoteNotice), never a message of the transcript."""
 
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
+from typing import Any
 
 import pytest
 from support import Recorder, check_each_run, check_grammar
@@ -29,7 +32,11 @@ from mibyan_jupyter.core import (
     validate_transcript,
 )
 from mibyan_jupyter.core.budget import BudgetTracker
+from mibyan_jupyter.core.budget_gate import ModelPrice
 from mibyan_jupyter.core.messages import content_text
+from mibyan_jupyter.core.notices import NoteNotice
+from mibyan_jupyter.core.signal import AbortSignal
+from mibyan_jupyter.core.stream import ModelRequest
 
 # -- helpers ------------------------------------------------------------------------------
 
@@ -66,16 +73,24 @@ def final_message(recorder: Recorder) -> AssistantMessage:
     return message
 
 
-def assert_summary_request(model: ScriptedModel, index: int, max_tokens: int) -> None:
-    request = model.requests[index]
+def assert_summary_request(
+    model: ScriptedModel | list[ModelRequest], index: int, max_tokens: int
+) -> None:
+    requests = model if isinstance(model, list) else model.requests
+    request = requests[index]
     assert request.tools == ()
     assert request.tool_choice == "none"
-    assert request.max_tokens == max_tokens
-    note = request.messages[-1]
-    assert isinstance(note, UserMessage)
-    assert "summary" in content_text(note.content)
+    # asked for max_tokens, clamped to what the budget has left (never below the floor)
+    assert request.max_tokens is not None
+    assert min(256, max_tokens) <= request.max_tokens <= max_tokens
+    (note,) = request.notes
+    assert "summary" in note
+    for message in request.messages:  # the instruction is no "You" message
+        assert not (
+            isinstance(message, UserMessage) and "[budget]" in content_text(message.content)
+        )
     validate_transcript(request.messages, ready_for_model=True)
-    for earlier in model.requests[:index]:
+    for earlier in requests[:index]:
         assert earlier.tools != ()
         assert earlier.tool_choice == "auto"
 
@@ -94,7 +109,7 @@ async def test_max_turns_makes_exactly_one_summary_call(max_turns: int) -> None:
     assert model.remaining == len(replies) - (max_turns + 1)
     assert_summary_request(model, max_turns, LoopConfig.summary_max_tokens)
     assert LoopConfig.summary_max_tokens > 0
-    note = content_text(model.requests[max_turns].messages[-1].content)  # type: ignore[arg-type]
+    (note,) = model.requests[max_turns].notes
     assert "turns" in note
     assert f"{max_turns} of {max_turns}" in note
     assert "Do not call any tools" in note
@@ -107,17 +122,20 @@ async def test_max_turns_makes_exactly_one_summary_call(max_turns: int) -> None:
     assert agent.state.messages[-1] == final
     assert agent.state.last_end_reason == "budget_exhausted"
     assert len(recorder.of(ToolExecutionStart)) == max_turns
-    # the summary turn: the note, the summary, then the end
-    assert recorder.types()[-8:] == [
+    # the summary turn: the note (a notice, not a message), the summary, then the end
+    assert recorder.types()[-7:] == [
         "turn_end",
         "turn_start",
-        "message_start",
-        "message_end",
+        "notes",
         "message_start",
         "message_end",
         "turn_end",
         "agent_end",
     ]
+    assert not any(
+        isinstance(m, UserMessage) and "[budget]" in content_text(m.content)
+        for m in agent.state.messages
+    )
 
 
 async def test_summary_max_tokens_is_configurable() -> None:
@@ -207,56 +225,93 @@ async def test_a_failed_summary_call_still_ends_with_text() -> None:
 
 # -- token and cost budgets -----------------------------------------------------------------
 
+PRICE = ModelPrice(input=100.0, output=100.0)
+"""$0.0001 a token, so 100 tokens cost $0.01."""
+
 
 @pytest.mark.parametrize(
-    ("limits", "usage", "calls_before_summary", "name"),
+    ("limits", "usage", "name", "used"),
     [
         (
-            BudgetLimits(max_turns=None, max_total_tokens=250),
-            Usage(input=100, output=30),
-            2,
+            BudgetLimits(max_turns=None, max_total_tokens=4000),
+            Usage(input=100, output=200),
             "total tokens",
+            lambda s: s["total_tokens"],
         ),
         (
-            BudgetLimits(max_turns=None, max_input_tokens=300),
-            Usage(input=100, output=1),
-            3,
+            BudgetLimits(max_turns=None, max_input_tokens=1500),
+            Usage(input=300, output=1),
             "input tokens",
+            lambda s: s["input_tokens"],
         ),
         (
-            BudgetLimits(max_turns=None, max_output_tokens=50),
-            Usage(input=1, output=20),
-            3,
+            BudgetLimits(max_turns=None, max_output_tokens=2000),
+            Usage(input=1, output=200),
             "output tokens",
+            lambda s: s["output_tokens"],
         ),
         (
-            BudgetLimits(max_turns=None, max_input_tokens=150),
-            Usage(input=10, cache_read=60, cache_write=10),
-            2,
+            BudgetLimits(max_turns=None, max_input_tokens=1500),
+            Usage(input=60, cache_read=200, cache_write=40),
             "input tokens",
+            lambda s: s["input_tokens"],
         ),
         (
-            BudgetLimits(max_turns=None, max_cost=0.05),
-            Usage(input=1, output=1, cost=0.02),
-            3,
+            BudgetLimits(max_turns=None, max_cost=0.15),
+            Usage(input=10, output=90, cost=0.01),
             "cost",
+            lambda s: s["cost"],
         ),
     ],
 )
-async def test_token_and_cost_budgets_trigger_the_summary(
-    limits: BudgetLimits, usage: Usage, calls_before_summary: int, name: str
+async def test_token_and_cost_budgets_stop_before_the_cap_and_summarize_inside_it(
+    limits: BudgetLimits, usage: Usage, name: str, used: Any
 ) -> None:
-    replies: list[Reply | str] = [step_reply(i, usage) for i in range(6)]
-    replies.insert(calls_before_summary, Reply(text="summary", usage=usage))
-    agent, model, recorder = budget_agent(replies, limits)
+    """The model here keeps within each request's max_tokens (a real one must): then the
+    run stops when the next call's worst case no longer fits beside the kept-back summary,
+    and the summary is paid for inside the cap, never over it."""
+    replies: list[Reply | str] = [step_reply(i, usage) for i in range(40)]
+    model = ScriptedModel(replies)
+    summary_first = ScriptedSummary(model, Reply(text="summary", usage=usage))
+    agent = Agent(
+        stream_fn=summary_first,
+        tools=[step],
+        budget=limits,
+        loop_options={"prices": lambda _model: PRICE},
+    )
+    recorder = Recorder()
+    agent.subscribe(recorder)
     await agent.prompt("go")
     check_grammar(recorder.events)
-    assert len(model.requests) == calls_before_summary + 1
-    assert_summary_request(model, calls_before_summary, LoopConfig.summary_max_tokens)
-    note = content_text(model.requests[-1].messages[-1].content)  # type: ignore[arg-type]
+    requests = summary_first.requests
+    assert len(requests) >= 3  # several calls before the limit
+    assert_summary_request(requests, len(requests) - 1, LoopConfig.summary_max_tokens)
+    (note,) = requests[-1].notes
     assert name in note
     assert end_of(recorder).reason == "budget_exhausted"
     assert final_message(recorder).content == "summary"
+    status = {b.name: b.used for b in recorder.of(BudgetUpdated)[-1].budgets}
+    limit = {b.name: b.limit for b in recorder.of(BudgetUpdated)[-1].budgets}
+    key = name.replace(" ", "_")
+    assert used(status) <= limit[key]  # the summary included: the cap is never overshot
+    if name != "input tokens":  # an input cap does not bound a reply
+        for request in requests:  # every call named what it may spend, at least the floor
+            assert request.max_tokens is not None
+            assert request.max_tokens >= 256
+
+
+class ScriptedSummary:
+    """The scripted model, but a tool-less request gets ``summary`` (the point where the
+    gate stops the run depends on its estimate, not on a count fixed by the test)."""
+
+    def __init__(self, model: ScriptedModel, summary: Reply) -> None:
+        self.model = model
+        self.summary = ScriptedModel([summary])
+        self.requests: list[ModelRequest] = []
+
+    def __call__(self, request: ModelRequest, signal: AbortSignal) -> Any:
+        self.requests.append(replace(request, messages=list(request.messages)))
+        return (self.summary if request.tools == () else self.model)(request, signal)
 
 
 # -- BudgetUpdated ------------------------------------------------------------------------
@@ -328,6 +383,13 @@ async def test_unknown_cost_with_a_cost_budget_warns_and_does_not_count(
     assert "cost" in warnings[0].getMessage()
     costs = [{b.name: b.used for b in u.budgets}["cost"] for u in recorder.of(BudgetUpdated)]
     assert costs == [0.0, 0.0, 0.0]
+    # said once, as a notice the view shows, and the cost is marked unknown
+    told = [n for n in recorder.of(NoteNotice) if "price" in " ".join(n.notes)]
+    assert len(told) == 1
+    assert "unknown" in told[0].notes[0]
+    for update in recorder.of(BudgetUpdated):
+        (cost,) = [b for b in update.budgets if b.name == "cost"]
+        assert cost.unknown
 
 
 async def test_unknown_cost_without_a_cost_budget_is_silent(

@@ -15,8 +15,9 @@ from IPython.core.interactiveshell import InteractiveShell
 
 from mibyan_jupyter.core.messages import AssistantMessage, UserMessage
 from mibyan_jupyter.jupyter.cell.context import add_facts, memory_flush, variables_note
-from mibyan_jupyter.jupyter.cell.models import choose_model, context_window_of, stream_function
+from mibyan_jupyter.jupyter.cell.models import context_window_of
 from mibyan_jupyter.jupyter.cell.options import parse_cell_line
+from mibyan_jupyter.jupyter.cell.plan import plan_from_options
 from mibyan_jupyter.jupyter.defaults import BUILTIN
 from mibyan_jupyter.jupyter.state import kernel_state, reset_kernel_state
 from mibyan_jupyter.memory import Memory
@@ -52,8 +53,8 @@ def system_of(body: dict[str, Any]) -> str:
     ("line", "said"),
     [
         ("--compact sometimes", "--compact must be one of auto, ask, off; got 'sometimes'"),
-        ("--context-window lots", "--context-window must be a positive integer, got 'lots'"),
-        ("--context-window -5", "--context-window must be positive"),
+        ("--context-window lots", "--context-window must be a positive integer of at most"),
+        ("--context-window -5", "--context-window must be a positive integer"),
     ],
 )
 def test_bad_compaction_options_are_one_line_usage_errors(line: str, said: str) -> None:
@@ -238,8 +239,13 @@ def test_the_memory_flush_adds_what_the_model_says_is_worth_keeping(
     fake_provider: FakeProviderServer, tmp_path: Path
 ) -> None:
     memory = Memory(tmp_path / "memory")
-    chosen = choose_model(f"fake:m@{fake_provider.base_url}")
-    flush = memory_flush(stream_function(chosen, ()), chosen.name, memory)
+    plan = plan_from_options(
+        "go",
+        parse_cell_line(f"--model fake:m@{fake_provider.base_url}", BUILTIN),
+        BUILTIN,
+        headless=True,
+    )
+    flush = memory_flush(plan, memory)
     fake_provider.push(FakeReply("- the sales data is in data/sales.csv\n- prefers seaborn"))
     messages = [UserMessage(content="where is the data?"), AssistantMessage(content="in data/")]
     asyncio.run(flush(messages))

@@ -16,6 +16,7 @@ from mibyan_jupyter.core.messages import (
     Message,
     ToolCall,
     ToolMessage,
+    Usage,
     UserMessage,
 )
 from mibyan_jupyter.jupyter.cell.cell_plan import CellPlan
@@ -124,3 +125,23 @@ async def test_a_slow_model_never_holds_the_cell_end(
     assert added == []
     assert time.monotonic() - started < 2.0
     assert memory.file("memory").entries() == []
+
+
+async def test_what_the_flush_used_is_billed_and_counted_in_the_budget(
+    fake_provider: FakeProviderServer, tmp_path: Path
+) -> None:
+    """The flush is a model call outside the loop's events: what it used still reaches
+    the session's ledger (``on_usage``, the store writer's ``bill``) and the cell's gate."""
+    memory = Memory(tmp_path / "memory")
+    fake_provider.push(FakeReply("- sales.csv is in USD"))
+    billed: list[Usage] = []
+    cell = plan(fake_provider)
+    added = await flush_after_run(
+        cell, "completed", wrote_a_file(), memory=memory, on_usage=billed.append
+    )
+    assert added == ["sales.csv is in USD"]
+    assert len(billed) == 1
+    assert billed[0].output > 0
+    assert billed[0].input > 0
+    assert cell.gate is not None
+    assert cell.gate.tracker.output_tokens == billed[0].output  # counted in the budget too

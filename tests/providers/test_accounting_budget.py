@@ -2,9 +2,11 @@
 
 Needs the loop to pass each event to :meth:`BudgetTracker.observe` and the store writer to
 write a ledger row per notice that carries usage. A ``--max-cost`` run must not overspend
-through retries: here each reply costs $0.40 and the budget is $1.00, so a run that only
-counted kept replies would go on for a second tool turn, while one that counts the two
-retried attempts too stops after the first and makes its one summary call.
+through retries: here each attempt costs $0.40 and the budget is $1.00. The budget gate
+(core/budget_gate.py) counts each retried attempt as its notice arrives, and before the
+next attempt checks that what is left can pay for it (an attempt costs at least what the
+last one was billed): after two attempts ($0.80) a third would overshoot, so the call ends
+there, and the summary, which would cost as much, is not sent either.
 """
 
 from __future__ import annotations
@@ -15,11 +17,11 @@ from pathlib import Path
 import pytest
 from support import Recorder, check_grammar
 
-from mibyan_jupyter.core import Agent, AgentEnd, BudgetUpdated, tool
+from mibyan_jupyter.core import Agent, AgentEnd, AssistantMessage, BudgetUpdated, tool
 from mibyan_jupyter.core.budget import BudgetLimits
 from mibyan_jupyter.core.signal import AbortSignal
 from mibyan_jupyter.providers.client import ProviderClient
-from mibyan_jupyter.providers.pricing import Price, PriceTable
+from mibyan_jupyter.providers.pricing import Price, PriceTable, chain_prices
 from mibyan_jupyter.providers.retry import RetryPolicy
 from mibyan_jupyter.providers.spec import resolve_model
 from mibyan_jupyter.store import SessionStore, recorded_agent
@@ -27,6 +29,7 @@ from mibyan_jupyter.testing import FakeCall, FakeProviderServer, FakeReply, Fake
 
 MILLION = FakeUsage(input=1_000_000)
 """$0.40 with the price below."""
+PRICES = PriceTable({"priced": Price(0.40, 1.0)})
 
 
 @tool
@@ -40,9 +43,7 @@ async def client(fake_provider: FakeProviderServer) -> AsyncIterator[ProviderCli
     async def no_sleep(seconds: float, signal: AbortSignal) -> bool:
         return signal.aborted
 
-    made = ProviderClient(
-        retry=RetryPolicy(sleep=no_sleep), prices=PriceTable({"priced": Price(0.40, 1.0)})
-    )
+    made = ProviderClient(retry=RetryPolicy(sleep=no_sleep), prices=PRICES)
     spec = resolve_model(f"openai:priced@{fake_provider.base_url}", api_key="sk-budget-key-000001")
     made.register("main", spec)
     yield made
@@ -67,17 +68,27 @@ async def test_retried_attempts_count_against_a_cost_budget(
 ) -> None:
     script(fake_provider)
     recorder = Recorder()
-    agent = Agent(stream_fn=client, model="main", tools=[lookup], budget=BudgetLimits(max_cost=1.0))
+    agent = Agent(
+        stream_fn=client,
+        model="main",
+        tools=[lookup],
+        budget=BudgetLimits(max_cost=1.0),
+        loop_options={"prices": chain_prices([("openai", "priced")], PRICES)},
+    )
     agent.subscribe(recorder)
-    assert await agent.achat("look up a") == "Summary: looked up a."
+    await agent.achat("look up a")
     [end] = recorder.of(AgentEnd)
     assert end.reason == "budget_exhausted"
     snapshot = recorder.of(BudgetUpdated)[-1]
     used = {status.name: status.used for status in snapshot.budgets}
-    assert used["cost"] == pytest.approx(4 * 0.40)
-    assert used["turns"] == 2  # retries are not turns
-    assert used["input_tokens"] == 4_000_000
-    assert fake_provider.pending == 2
+    assert used["cost"] == pytest.approx(2 * 0.40)  # under the cap: never overshot
+    assert used["input_tokens"] == 2_000_000
+    assert len(fake_provider.requests) == 2  # the third attempt and the summary never went
+    assert fake_provider.pending == 4
+    final = end.messages[-1]
+    assert isinstance(final, AssistantMessage)
+    assert final.error_message is not None
+    assert "budget" in final.error_message
     check_grammar(recorder.events)
 
 

@@ -4,8 +4,8 @@ The loop asks :class:`Compactor` before each model call (over the preflight shar
 window), between turns (over the aggressive share) and after a ``context_overflow`` reply
 (then the call is retried once). One compaction (docs/architecture.md, "Context
 compression"): plan the cut, ask the user when the mode is ``ask``, run the memory flush
-hook, summarise the middle with the run's own ``stream_fn`` (tool-less; its usage counts in
-the budget), replace the transcript list's contents in place (it is the Agent's state
+hook, summarise the middle with the run's own ``stream_fn`` (tool-less; reserved through the
+budget gate like every model call, and skipped when the budget cannot pay for it), replace the transcript list's contents in place (it is the Agent's state
 list), forget the model view and the token counts, and emit a :class:`CompactionNotice`
 holding the compacted transcript for the store's child session. A failed summary, a
 declined confirmation or a failing hook compacts nothing and the run goes on.
@@ -13,10 +13,12 @@ declined confirmation or a failing hook compacts nothing and the run goes on.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
+from mibyan_jupyter.core.budget_gate import BudgetRefused
 from mibyan_jupyter.core.compaction import (
     CompactionPlan,
     CompactionSettings,
@@ -28,12 +30,13 @@ from mibyan_jupyter.core.compaction import (
 )
 from mibyan_jupyter.core.config import AgentContext, LoopConfig
 from mibyan_jupyter.core.events import EventEmit
-from mibyan_jupyter.core.messages import Message, Usage
+from mibyan_jupyter.core.messages import AssistantMessage, Message, Usage
 from mibyan_jupyter.core.notices import CompactionNotice, CompactionReason
 from mibyan_jupyter.core.signal import AbortSignal
-from mibyan_jupyter.core.stream import StreamFn
+from mibyan_jupyter.core.stream import ModelRequest, StreamFn
 from mibyan_jupyter.core.tokens import TokenCounter
 
+from .budgeted import RunBudget
 from .scope import RunScope
 
 _log = logging.getLogger(__name__)
@@ -47,14 +50,14 @@ class Compactor:
         settings: CompactionSettings | None,
         scope: RunScope,
         *,
-        record_usage: Callable[[Usage], None],
+        budget: RunBudget | None,
         reset_view: Callable[[], None],
         counter: TokenCounter | None = None,
     ) -> None:
         self.settings = settings
         self.counter = counter if counter is not None else TokenCounter()
         self._scope = scope
-        self._record_usage = record_usage
+        self._budget = budget
         self._reset_view = reset_view
         self.last_estimate: int | None = None
 
@@ -119,12 +122,9 @@ class Compactor:
             except Exception:
                 _log.exception("the before_compaction hook failed; compacting without it")
         request = summary_request(scope.config.model, scope.context.system_prompt, middle)
-        try:
-            summary = await summarise(scope.stream_fn, request, scope.signal)
-        except SummaryFailed as failed:
-            _log.warning("compaction skipped: %s", failed)
+        summary = await self._summarise(request)
+        if summary is None:
             return None
-        self._record_usage(summary.usage)
         before = len(messages)
         messages[:] = compacted(messages, cut, summary.content or "")
         self.counter.reset()
@@ -140,9 +140,36 @@ class Compactor:
             kept_head=plan.kept_head,
             kept_tail=plan.kept_tail,
             messages=tuple(messages),
+            usage=summary.usage,
         )
         await scope.emit(notice)
         return notice
+
+    async def _summarise(self, request: ModelRequest) -> AssistantMessage | None:
+        """The summary call, reserved through the run's budget gate (``None``: failed,
+        or the budget cannot pay for it; what a failed call used still counts)."""
+        budget = self._budget
+        reservation = None
+        if budget is not None:
+            try:
+                reservation = budget.reserve_summary(request, grows=False)
+            except BudgetRefused as refused:
+                _log.warning("compaction skipped: the %s budget cannot pay for it", refused.name)
+                return None
+            if reservation.max_tokens != request.max_tokens:
+                request = dataclasses.replace(request, max_tokens=reservation.max_tokens)
+        used = Usage()
+        try:
+            summary = await summarise(self._scope.stream_fn, request, self._scope.signal)
+            used = summary.usage
+            return summary
+        except SummaryFailed as failed:
+            used = failed.usage or Usage()
+            _log.warning("compaction skipped: %s", failed)
+            return None
+        finally:
+            if budget is not None:
+                budget.settle(reservation, used, turn=False, grows=False)
 
 
 async def compact_now(
@@ -159,7 +186,7 @@ async def compact_now(
         raise RuntimeError("a compaction runs no tools")
 
     scope = RunScope(context, config, signal, stream_fn, emit, context.messages.append, no_pool)
-    compactor = Compactor(
-        config.compaction, scope, record_usage=lambda usage: None, reset_view=lambda: None
-    )
+    gate = config.budget_gate  # a gate the caller shares (a cell's) pays for it too
+    budget = RunBudget(gate, config, scope) if gate is not None else None
+    compactor = Compactor(config.compaction, scope, budget=budget, reset_view=lambda: None)
     return await compactor.compact("manual")

@@ -7,10 +7,11 @@ as in pi's diagram:
 
 1. AgentStart, TurnStart, the prompts' MessageStart/End; an initial steering poll.
 2. Each turn: ``prepare_next_turn`` (from the second turn on), a steering poll if nothing is
-   pending, TurnStart; pending messages are added; the budget is checked (when used up:
-   one summary call without tools, then AgentEnd ``budget_exhausted``);
-   ``transform_context`` then ``convert_to_llm`` (or the incremental model view), the
-   alternation check, the model call; an ``error`` / ``aborted`` reply ends the run.
+   pending, TurnStart; pending messages are added; ``transform_context`` then
+   ``convert_to_llm`` (or the incremental model view), the alternation check; the budget
+   gate reserves the call's worst case (when it cannot: ``on_budget_exhausted`` may raise
+   the limit, else one summary call without tools, then AgentEnd ``budget_exhausted``);
+   the model call; an ``error`` / ``aborted`` reply ends the run.
 3. Tool calls run as a batch (all failed at once on a ``length`` stop); TurnEnd;
    ``should_stop_after_turn``; steering is polled only after the whole batch.
 4. When the agent would stop, follow-ups are polled; if there are some, the loop goes on.

@@ -60,6 +60,9 @@ _DELTA_TYPES = (
 )
 
 
+BUDGET_STOP_TEXT = "the budget cannot pay for another attempt of this call"
+
+
 def _parsed_arguments(partial: PartialMessage, index: int, mark: int) -> Any:
     return parse_partial(partial.arguments_text(index, at=mark))
 
@@ -71,6 +74,7 @@ class ModelCall:
     __slots__ = (
         "_cleaner",
         "_emit",
+        "_may_go_on",
         "_partial",
         "_signal",
         "_started",
@@ -85,15 +89,21 @@ class ModelCall:
         self._partial = PartialMessage("")
         self._cleaner = DeltaCleaner()
         self._started = False
+        self._may_go_on: Callable[[Any], bool] | None = None
         self.cancelled_externally = False
 
     async def run(
         self,
         request: ModelRequest,
         finalize: Callable[[AssistantMessage], AssistantMessage] | None = None,
+        may_go_on: Callable[[Any], bool] | None = None,
     ) -> AssistantMessage:
-        """The final message; ``finalize`` may rewrite it before MessageEnd is emitted."""
+        """The final message; ``finalize`` may rewrite it before MessageEnd is emitted.
+        ``may_go_on`` sees each retry or failover notice (before the next attempt is
+        made): ``False`` ends the call there, as a failed reply of ``error_kind``
+        ``"budget"`` (the budget gate cannot pay for another attempt)."""
         self._restart(request)
+        self._may_go_on = may_go_on
         with self._signal.interruptible():
             try:
                 final = await self._consume(request)
@@ -141,6 +151,10 @@ class ModelCall:
                     # dropped (the notice tells subscribers to clear it too).
                     self._restart(request)
                     await self._emit(event)
+                    if self._may_go_on is not None and not self._may_go_on(event):
+                        return self._cut_short("error", BUDGET_STOP_TEXT).model_copy(
+                            update={"error_kind": "budget"}
+                        )
         finally:
             closer = getattr(stream, "aclose", None)
             if closer is not None:

@@ -115,6 +115,15 @@ async def gather_notes(
     return tuple(notes)
 
 
+def summary_note(used_up: str) -> str:
+    """The summary call's instruction: a note on that request, never a stored message."""
+    return (
+        f"[budget] Budget reached: {used_up}; what is left pays for this one last reply. "
+        "Do not call any tools. Reply now with a concise summary of the work so far: "
+        "what was done, what was found, and what is left to do."
+    )
+
+
 def summary_text(message: AssistantMessage) -> AssistantMessage:
     """The summary must be a final, non-empty answer: drop tool calls, never return empty."""
     content = message.content

@@ -13,7 +13,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeAlias
 
-from mibyan_jupyter.core.budget import BudgetLimits, BudgetTracker
+from mibyan_jupyter.core.budget import BudgetLimits
+from mibyan_jupyter.core.budget_gate import BudgetGate, BudgetRefused, Reservation
 from mibyan_jupyter.core.config import AgentContext, LoopConfig, TurnContext, TurnUpdate
 from mibyan_jupyter.core.events import (
     AgentEnd,
@@ -25,17 +26,18 @@ from mibyan_jupyter.core.events import (
     TurnEnd,
     TurnStart,
 )
-from mibyan_jupyter.core.messages import AssistantMessage, Message, ToolMessage, UserMessage
+from mibyan_jupyter.core.messages import AssistantMessage, Message, ToolMessage, Usage
 from mibyan_jupyter.core.notes import DefaultNotes, NoteContext
 from mibyan_jupyter.core.notices import NoteNotice
 from mibyan_jupyter.core.signal import AbortSignal
-from mibyan_jupyter.core.stream import StreamFn
+from mibyan_jupyter.core.stream import ModelRequest, StreamFn
 
 from .batch import ToolBatch
+from .budgeted import RunBudget, clamped
 from .compact import Compactor
 from .grammar import GrammarTracker
 from .model_call import ModelCall
-from .request import ModelInput, build_request, gather_notes, summary_text
+from .request import ModelInput, build_request, gather_notes, summary_note, summary_text
 from .scope import RunScope
 from .waiting import maybe_await
 
@@ -66,7 +68,9 @@ class LoopRun:
         self.turn_results: list[ToolMessage] = []
         self.batch: ToolBatch | None = None
         self.input = ModelInput(context.messages, config, signal)
-        self.budget = BudgetTracker(config.budget or _UNLIMITED)
+        self.gate = config.budget_gate or BudgetGate(config.budget or _UNLIMITED)
+        self.budget = self.gate.tracker
+        self.run_budget = RunBudget(self.gate, config, self.scope)
         self.override: TurnUpdate | None = None
         self.cancelled_externally = False
         self.turn_message: AssistantMessage | None = None
@@ -74,7 +78,7 @@ class LoopRun:
         self.compactor = Compactor(
             config.compaction,
             self.scope,
-            record_usage=self.budget.record_attempt,
+            budget=self.run_budget,
             reset_view=self.input.reset,
         )
         self.default_notes = DefaultNotes()
@@ -85,7 +89,6 @@ class LoopRun:
     async def emit(self, event: AgentEvent) -> None:
         """Events count as emitted once the sink is called (see :mod:`.grammar`)."""
         self.tracker.observe(event)
-        self.budget.observe(event)  # what retried and failed-over attempts used counts too
         result = self.sink(event)
         if result is not None:
             await result
@@ -175,13 +178,17 @@ class LoopRun:
                 if self.signal.aborted:
                     await self.end_turn(None)
                     return await self.end("aborted")
-                if (used_up := self.budget.exhausted()) is not None:
-                    return await self.summarize(used_up)
                 message = await self.call_model()
-                if await self.compacted_on_overflow(message):  # retried once, in a new turn
-                    await self.end_turn(message)
+                if message is not None and await self.compacted_on_overflow(message):
+                    await self.end_turn(message)  # retried once, in a new turn
                     await self.start_turn()
                     message = await self.call_model()
+                if message is None:  # the budget cannot pay for the call: summarize
+                    return await self.summarize()
+                if message.error_kind == "budget":  # nor for another attempt of it
+                    await self.end_turn(message)
+                    await self.start_turn()
+                    return await self.summarize()
                 if message.stop_reason in ("error", "aborted"):
                     await self.end_turn(message)
                     return await self.end(
@@ -202,12 +209,10 @@ class LoopRun:
             if not pending:
                 return await self.end("completed")
 
-    async def call_model(self, *, summary_max_tokens: int | None = None) -> AssistantMessage:
-        """Compact when due, build the request with its notes, check it, stream the
-        reply; record usage and calibrate the token estimate by it."""
-        summary = summary_max_tokens is not None
-        if not summary:
-            await self.compactor.before_call(first=self.calls == 0)
+    async def call_model(self) -> AssistantMessage | None:
+        """Compact when due, build the request with its notes, reserve its worst case
+        (``None``: the budget cannot pay for it, see ``run_budget.used_up``), stream it."""
+        await self.compactor.before_call(first=self.calls == 0)
         self.calls += 1
         override, self.override = self.override, None
         try:
@@ -215,31 +220,48 @@ class LoopRun:
         except Exception as error:
             model = (override.model if override else None) or self.config.model
             return await self.unsent(model, error)
-        notes = () if summary else await self.notes()
-        request = build_request(self.scope, messages, override, summary_max_tokens, notes)
+        notes = await self.notes()
+        request = build_request(self.scope, messages, override, None, notes)
+        reservation = await self.run_budget.reserve_turn(request)
+        if reservation is None:
+            return None
+        if notes:  # announced only for a request that is sent
+            await self.emit(NoteNotice(notes=notes))
+        return await self.stream(clamped(request, reservation), reservation, summary=False)
+
+    async def stream(
+        self, request: ModelRequest, reservation: Reservation, *, summary: bool
+    ) -> AssistantMessage:
+        """Stream a reserved request; settle its reservation with what every attempt
+        used, and calibrate the token estimates by it."""
+
+        kept: list[AssistantMessage] = []
 
         def record(final: AssistantMessage) -> AssistantMessage:
             final = summary_text(final) if summary else final
             self.turn_message = final
             self.append(final)
+            kept.append(final)
             return final
 
+        def may_go_on(event: AgentEvent) -> bool:
+            return self.run_budget.observe(event, reservation)
+
         call = ModelCall(self.scope)
-        message = await call.run(request, record)
+        try:
+            message = await call.run(request, record, may_go_on)
+        finally:  # also when a subscriber's failure cuts the call short: nothing stays held
+            self.run_budget.settle(reservation, kept[0].usage if kept else Usage())
         self.cancelled_externally |= call.cancelled_externally
-        self.budget.record(message.usage)
         self.compactor.calibrate(message.usage)
         await self.emit(self.budget.snapshot())
         return message
 
     async def notes(self) -> tuple[str, ...]:
-        """This request's ephemeral notes, announced by a NoteNotice (core/notes.py)."""
+        """This request's ephemeral notes (core/notes.py); the caller announces them."""
         compactor = self.compactor
         context = NoteContext(self.budget.snapshot(), compactor.last_estimate, compactor.window)
-        notes = await gather_notes(self.config, self.default_notes, context)
-        if notes:
-            await self.emit(NoteNotice(notes=notes))
-        return notes
+        return await gather_notes(self.config, self.default_notes, context)
 
     async def compacted_on_overflow(self, message: AssistantMessage) -> bool:
         """A ``context_overflow`` reply: compact, so the call can be tried once more (the
@@ -250,14 +272,12 @@ class LoopRun:
             return False
         return await self.compactor.on_overflow() is not None
 
-    async def unsent(self, model: str, error: Exception) -> AssistantMessage:
-        """The request could not be built (a hook failed, the transcript breaks the rules):
-        a failed reply that ends the run with ``error``, and nothing was sent."""
-        failed = AssistantMessage(
-            stop_reason="error",
-            model=model,
-            error_message=f"the request was not sent: {type(error).__name__}: {error}",
-        )
+    async def unsent(self, model: str, error: Exception | str) -> AssistantMessage:
+        """The request could not be built (a hook failed, the transcript breaks the rules)
+        or paid for (``error`` says why): a failed reply, and nothing was sent."""
+        if isinstance(error, Exception):
+            error = f"the request was not sent: {type(error).__name__}: {error}"
+        failed = AssistantMessage(stop_reason="error", model=model, error_message=error)
         self.turn_message = failed
         self.append(failed)
         await self.emit(MessageStart(message=failed))
@@ -275,19 +295,36 @@ class LoopRun:
             await batch.run()
         self.cancelled_externally |= batch.cancelled_externally
 
-    async def summarize(self, used_up: str) -> list[Message]:
-        """Exactly one final call without tools, asking for a summary of the work."""
-        note = UserMessage(
-            content=(
-                f"[budget] The {self.budget.describe(used_up)} budget is used up. Do not call any "
-                "tools. Reply now with a concise summary of the work so far: what was done, what "
-                "was found, and what is left to do."
+    async def summarize(self) -> list[Message]:
+        """Exactly one final call without tools, asking for a summary of the work. The
+        instruction is a note on that request (docs/architecture.md, "Prompt builder"),
+        never a message of the transcript; the call is reserved inside the cap (the room
+        was kept back), and when not even that fits, nothing is sent and one line says so."""
+        used_up = self.run_budget.used_up or "turns"
+        text = summary_note(self.budget.describe(used_up))
+        try:
+            messages = await self.input.messages(None)
+        except Exception as error:
+            return await self.ended_unsent(error)
+        request = build_request(self.scope, messages, None, self.config.summary_max_tokens, (text,))
+        try:
+            reservation = self.run_budget.reserve_summary(request)
+        except BudgetRefused:
+            return await self.ended_unsent(
+                f"the budget is used up ({self.budget.describe(used_up)}) and cannot pay "
+                "even for a short summary, so nothing more was sent"
             )
-        )
-        await self.add_user_messages([note])
-        message = await self.call_model(summary_max_tokens=self.config.summary_max_tokens)
+        self.calls += 1
+        await self.emit(NoteNotice(notes=(text,)))  # shown as a notice, never as "You"
+        message = await self.stream(clamped(request, reservation), reservation, summary=True)
         await self.end_turn(message)
         return await self.end("aborted" if message.stop_reason == "aborted" else "budget_exhausted")
+
+    async def ended_unsent(self, why: str | Exception) -> list[Message]:
+        """The summary could not be sent: one failed reply saying why (never sent to a
+        model later), and the run ends ``budget_exhausted``."""
+        await self.end_turn(await self.unsent(self.config.model, why))
+        return await self.end("budget_exhausted")
 
     async def close_after_failure(self, reason: EndReason) -> None:
         """An exception escaped (a subscriber failed, or the task was cancelled outside the

@@ -5,10 +5,11 @@ from a plan (:mod:`.context`), so neither has to import the other for it
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from mibyan_jupyter.core.budget import BudgetLimits
+from mibyan_jupyter.core.budget_gate import BudgetGate, PriceFn
 from mibyan_jupyter.jupyter.cell.models import ChosenModel
 from mibyan_jupyter.jupyter.cell.options import CellOptions
 
@@ -33,3 +34,8 @@ class CellPlan:
     """Seconds to wait for a front end before the policy decides approvals."""
     pins: tuple[str, ...] = ()
     """The session's pinned instructions as recorded (a new session: none)."""
+    gate: BudgetGate = field(default_factory=lambda: BudgetGate(BudgetLimits()))
+    """The cell's one budget gate: every model call of the cell reserves from it
+    (jupyter/cell/budget_ask.py)."""
+    prices: PriceFn | None = None
+    """The cell's model chain's prices, for the gate (``None``: unknown)."""

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mibyan_jupyter.core.compaction import CompactionPlan, CompactionSettings, summarise
-from mibyan_jupyter.core.messages import Message, UserMessage, content_text
+from mibyan_jupyter.core.compaction import CompactionPlan, CompactionSettings
+from mibyan_jupyter.core.messages import Message, Usage, UserMessage, content_text
 from mibyan_jupyter.core.prompt import PromptBuilder
 from mibyan_jupyter.core.signal import AbortSignal
 from mibyan_jupyter.core.stream import ModelRequest
@@ -26,7 +26,6 @@ from mibyan_jupyter.secrets import is_secret_name
 
 if TYPE_CHECKING:
     from mibyan_jupyter.core.results import ResultStore
-    from mibyan_jupyter.core.stream import StreamFn
     from mibyan_jupyter.jupyter.cell.cell_plan import CellPlan
     from mibyan_jupyter.jupyter.view import AgentView
     from mibyan_jupyter.memory import Memory
@@ -125,7 +124,10 @@ def variables_notes(namespace: Mapping[str, Any], shell: Any | None = None) -> A
 
 
 def compaction_settings(
-    plan: CellPlan, view: AgentView, memory: Memory | None
+    plan: CellPlan,
+    view: AgentView,
+    memory: Memory | None,
+    on_usage: Callable[[Usage], None] | None = None,
 ) -> CompactionSettings:
     """The cell's compaction: ``ask`` asks on the view (without a front end, ``ask``
     behaves as ``auto``); with the memory group on, facts are flushed to memory first."""
@@ -143,7 +145,7 @@ def compaction_settings(
             )
             return answer.value == COMPACT.value
 
-    flush = memory_flush(plan.stream_fn, plan.model.name, memory) if memory else None
+    flush = memory_flush(plan, memory, on_usage) if memory else None
     return CompactionSettings(
         window=plan.model.context_window,
         mode=options.compact,
@@ -176,15 +178,21 @@ def _flush_request(model: str, messages: Sequence[Message], instructions: str) -
     )
 
 
-def memory_flush(stream_fn: StreamFn, model: str, memory: Memory) -> Any:
+def memory_flush(
+    plan: CellPlan, memory: Memory, on_usage: Callable[[Usage], None] | None = None
+) -> Any:
     """The ``before_compaction`` hook: one tool-less call asks for the facts worth
     keeping; they are added to MEMORY.md (redacted and capped by :class:`Memory`). A
-    failed flush never stops the compaction (docs/architecture.md, "Memory")."""
+    failed flush never stops the compaction (docs/architecture.md, "Memory"); the call
+    is reserved through the cell's budget gate ("Budgets")."""
+    from mibyan_jupyter.memory.flush import flush_call
 
     async def flush(messages: Sequence[Message]) -> None:
-        request = _flush_request(model, messages, FLUSH_INSTRUCTIONS)
+        request = _flush_request(plan.model.name, messages, FLUSH_INSTRUCTIONS)
         try:
-            reply = await summarise(stream_fn, request, AbortSignal())
+            reply = await flush_call(
+                plan.stream_fn, request, AbortSignal(), plan.gate, plan.prices, on_usage
+            )
         except Exception:
             return
         await asyncio.to_thread(add_facts, memory, content_text(reply.content))
@@ -199,6 +207,7 @@ async def flush_after_run(
     *,
     memory: Memory | None = None,
     patience: float = FLUSH_TIMEOUT_S,
+    on_usage: Callable[[Usage], None] | None = None,
 ) -> list[str]:
     """The end-of-run flush (docs/architecture.md, "Memory": flushed "when a run ends
     with an answer that changed something"): with the memory group on, a run that ended
@@ -207,7 +216,12 @@ async def flush_after_run(
     entries added. Never fails the cell and never holds its end longer than ``patience``:
     a slow, failing or interrupted flush adds nothing."""
     from mibyan_jupyter.memory import Memory
-    from mibyan_jupyter.memory.flush import END_INSTRUCTIONS, changed_something, keep_facts
+    from mibyan_jupyter.memory.flush import (
+        END_INSTRUCTIONS,
+        changed_something,
+        flush_call,
+        keep_facts,
+    )
 
     if "memory" not in plan.groups or end_reason != "completed":
         return []
@@ -217,7 +231,8 @@ async def flush_after_run(
     signal = AbortSignal()
     request = _flush_request(plan.model.name, messages, END_INSTRUCTIONS)
     try:
-        reply = await asyncio.wait_for(summarise(plan.stream_fn, request, signal), patience)
+        call = flush_call(plan.stream_fn, request, signal, plan.gate, plan.prices, on_usage)
+        reply = await asyncio.wait_for(call, patience)
         return await asyncio.to_thread(keep_facts, kept, content_text(reply.content))
     except (asyncio.CancelledError, KeyboardInterrupt):
         _uncancel()  # Kernel > Interrupt during the flush: the run is over, the cell ends

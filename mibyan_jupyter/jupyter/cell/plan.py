@@ -11,12 +11,16 @@ the model the header names is the model that answers (docs/architecture.md, "One
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mibyan_jupyter.core.budget import BudgetLimits
+from mibyan_jupyter.core.budget_gate import BudgetGate
+from mibyan_jupyter.core.messages import Usage
 from mibyan_jupyter.core.tools import ToolRegistry
+from mibyan_jupyter.jupyter.cell.budget_ask import budget_options, cell_prices
 from mibyan_jupyter.jupyter.cell.cell_plan import CellPlan
 from mibyan_jupyter.jupyter.cell.context import (
     compaction_settings,
@@ -25,7 +29,7 @@ from mibyan_jupyter.jupyter.cell.context import (
     session_builder,
     variables_notes,
 )
-from mibyan_jupyter.jupyter.cell.models import choose_cell_model, stream_function
+from mibyan_jupyter.jupyter.cell.models import choose_cell_model, choose_model, stream_function
 from mibyan_jupyter.jupyter.cell.options import AgentUsageError, CellOptions, parse_cell_line
 from mibyan_jupyter.jupyter.kernel_tools import UnknownToolGroupError, kernel_tools, parse_groups
 from mibyan_jupyter.store.session_queries import SessionSettings
@@ -92,16 +96,18 @@ def plan_from_options(
         groups = parse_groups(options.tools)
     except UnknownToolGroupError as error:
         raise AgentUsageError(str(error)) from None
+    budget = BudgetLimits(
+        max_turns=options.max_turns, max_total_tokens=options.max_tokens, max_cost=options.max_cost
+    )
+    fallbacks = tuple(choose_model(name) for name in options.fallback_models)
     return CellPlan(
         options=options,
         model=chosen,
         stream_fn=stream_fn,
         groups=groups,
-        budget=BudgetLimits(
-            max_turns=options.max_turns,
-            max_total_tokens=options.max_tokens,
-            max_cost=options.max_cost,
-        ),
+        budget=budget,
+        gate=BudgetGate(budget),
+        prices=cell_prices(chosen, fallbacks),
         new_session_prompt=(
             options.system_prompt or defaults.system_prompt or DEFAULT_SYSTEM_PROMPT
         ),
@@ -133,11 +139,13 @@ def configure_agent(
     view: AgentView | None = None,
     notebook: str | None = None,
     results: Any = None,
+    on_usage: Callable[[Usage], None] | None = None,
 ) -> None:
     """This cell's settings on the session's agent (the next cell may change them): the
     one place the model, stream function, tools, budget, approval, prompt builder and
     compaction are set. ``view`` asks before compacting (``--compact ask``); ``results``
-    keeps the spilled tool results (``None``: the agent's own, in memory)."""
+    keeps the spilled tool results (``None``: the agent's own, in memory); ``on_usage``
+    bills the memory flush's model call (the store writer's ledger)."""
     from IPython.core.getipython import get_ipython
 
     shell = get_ipython()
@@ -158,8 +166,9 @@ def configure_agent(
     if options.system_prompt is not None:
         agent.state.system_prompt = options.system_prompt
     agent.budget = plan.budget
+    agent.loop_options.update(budget_options(plan, view))  # one gate ("Budgets")
     agent.approval = approval
-    _lasting(agent, plan, view, notebook, shell, namespace)
+    _lasting(agent, plan, view, notebook, shell, namespace, on_usage)
     if results is not None:
         agent.result_store = results
 
@@ -171,6 +180,7 @@ def _lasting(
     notebook: str | None,
     shell: Any,
     namespace: dict[str, Any],
+    on_usage: Callable[[Usage], None] | None = None,
 ) -> None:
     """The session's prompt builder, compaction and notes (docs/architecture.md, "Prompt
     builder", "Context compression"): the builder is kept on the agent across cells."""
@@ -192,5 +202,5 @@ def _lasting(
     )
     if view is not None:
         flush = memory if "memory" in plan.groups else None
-        agent.compaction = compaction_settings(plan, view, flush)
+        agent.compaction = compaction_settings(plan, view, flush, on_usage)
     agent.notes = variables_notes(namespace, shell) if plan.options.variables else None
