@@ -6,6 +6,22 @@ notebook, providers before an error reaches the user. What counts as a secret: e
 the process has used as an API key (:meth:`Redactor.add`) and the value of every
 environment variable whose name says it holds one (``*_API_KEY``, ``*_TOKEN``,
 ``*_SECRET``, ``*_KEY``...), read each time, so a key set after import is covered too.
+
+How short a secret is still replaced (the floor):
+
+- A secret-named variable's value of :data:`MIN_SECRET` (4) characters or more is always
+  redacted. Values of 1-3 characters are not: a credential that short is guessed in well
+  under a million tries, so hiding it protects nothing, while replacing ``"1"``, ``"on"``
+  or ``"dev"`` everywhere would rewrite ordinary numbers and words in every output, and
+  a value that only says a feature is on (``true``, ``false``, ``none``, ``null``) is
+  no credential either.
+- A value shorter than :data:`ANYWHERE` (8) characters is replaced where it stands as a
+  whole token (not inside a longer run of letters and digits), so a password ``test``
+  is hidden in ``pw=test;`` but ``testing`` stays ``testing``. Longer values are replaced
+  wherever they occur (inside a URL, glued to other text), as before.
+- A key the process used (:meth:`Redactor.add`) counts from :data:`ANYWHERE` characters:
+  real API keys are far longer, and a short "key" is a local server's placeholder
+  (``ollama``, ``EMPTY``) whose replacement would blank the model's own name.
 """
 
 from __future__ import annotations
@@ -18,8 +34,14 @@ from collections.abc import Mapping
 from typing import Any
 
 REDACTED = "[redacted]"
-MIN_SECRET = 8
-"""Shorter values (``"x"``, ``"1"``) would redact ordinary words."""
+MIN_SECRET = 4
+"""The floor: shorter values (``"x"``, ``"1"``) are never replaced (see the module's text)."""
+ANYWHERE = 8
+"""Values at least this long are replaced anywhere; shorter ones only as whole tokens."""
+NOT_SECRETS = frozenset({"true", "false", "none", "null"})
+"""Values (any case) that only switch something on or off: never treated as secrets."""
+_OUTSIDE_TOKEN_BEFORE = r"(?<![^\W_])"  # not preceded by a letter or digit
+_OUTSIDE_TOKEN_AFTER = r"(?![^\W_])"
 
 _SECRET_WORDS = frozenset(
     {"secret", "password", "passwd", "authorization", "cookie", "credential", "credentials"}
@@ -62,7 +84,7 @@ class Redactor:
         self._lock = threading.Lock()
 
     def add(self, secret: str | None) -> None:
-        if secret and len(secret) >= MIN_SECRET and secret not in self._added:
+        if secret and len(secret) >= ANYWHERE and secret not in self._added:
             with self._lock:
                 self._added.add(secret)
                 self._values = frozenset()  # force a rebuild
@@ -77,13 +99,12 @@ class Redactor:
         found = set(self._added)
         for name in self._secret_names:
             value = os.environ.get(name)
-            if value is not None and len(value) >= MIN_SECRET:
+            if value is not None and _worth_hiding(value):
                 found.add(value)
         values = frozenset(found)
         with self._lock:
             if values != self._values or (self._pattern is None and values):
-                ordered = sorted(values, key=len, reverse=True)
-                self._pattern = re.compile("|".join(map(re.escape, ordered))) if ordered else None
+                self._pattern = _pattern(values)
                 self._values = values
             return self._pattern
 
@@ -108,6 +129,23 @@ class Redactor:
         if value is None or isinstance(value, bool | int | float):
             return value
         return self(str(value))
+
+
+def _worth_hiding(value: str) -> bool:
+    """Whether a secret-named variable's value is replaced (the floor, in the module's text)."""
+    return len(value) >= MIN_SECRET and value.strip().lower() not in NOT_SECRETS
+
+
+def _pattern(values: frozenset[str]) -> re.Pattern[str] | None:
+    """One alternation, longest first (a key that contains another is replaced whole);
+    values shorter than :data:`ANYWHERE` only match as whole tokens."""
+    parts = [
+        re.escape(value)
+        if len(value) >= ANYWHERE
+        else f"{_OUTSIDE_TOKEN_BEFORE}{re.escape(value)}{_OUTSIDE_TOKEN_AFTER}"
+        for value in sorted(values, key=len, reverse=True)
+    ]
+    return re.compile("|".join(parts)) if parts else None
 
 
 REDACT = Redactor()

@@ -11,11 +11,19 @@ are reached only by the Makefile's setup targets, never by a test.
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Iterator
 
 import pytest
 
 from mibyan_jupyter.testing import FakeProviderServer, NetworkGuard
+
+# Saved approval rules are signed with a per-user key file (store/approval_rules.py): the
+# tests, and the kernels and servers they start, use one of their own, never the user's.
+os.environ.setdefault(
+    "MIBYAN_RULE_KEY", os.path.join(tempfile.mkdtemp(prefix="mibyan-rule-key-"), "rule-key")
+)
 
 _GUARD = NetworkGuard()
 

@@ -10,6 +10,7 @@ nbformat (~0.3-1.2 s to import) and nbclient are imported on first use.
 from __future__ import annotations
 
 import copy
+import errno
 import os
 import re
 import time
@@ -75,23 +76,63 @@ def export_notebook(messages: Sequence[Message], *, session: SessionMeta) -> Not
 
 
 def write_notebook(
-    messages: Sequence[Message], path: str | os.PathLike[str], *, session: SessionMeta
+    messages: Sequence[Message],
+    path: str | os.PathLike[str],
+    *,
+    session: SessionMeta,
+    overwrite: bool = True,
 ) -> Path:
-    """Export and write to ``path`` atomically (a reader never sees half a notebook, and a
-    failed export leaves an existing file as it was); returns the path."""
+    """Export and write to ``path`` atomically (see :func:`write_file`); returns the path."""
+    notebook = export_notebook(messages, session=session)
+    return write_file(path, notebook_text(notebook), overwrite=overwrite)
+
+
+def notebook_text(notebook: NotebookNode) -> str:
+    """The notebook's JSON as written to a file (ending with a newline, as Jupyter does)."""
     import nbformat
 
-    text: str = nbformat.v4.writes(export_notebook(messages, session=session))  # type: ignore[no-untyped-call]
+    text: str = nbformat.v4.writes(notebook)  # type: ignore[no-untyped-call]
+    return text if text.endswith("\n") else text + "\n"
+
+
+def write_file(path: str | os.PathLike[str], text: str, *, overwrite: bool = True) -> Path:
+    """Write ``text`` to ``path`` atomically: a reader never sees half a file, and a failed
+    write leaves an existing file as it was. With ``overwrite=False`` an existing file is
+    never replaced (``FileExistsError``), also when one appears while the text is written:
+    the file is linked into place, which fails if the name is taken. Raises ``OSError``
+    for a path that cannot be written (a folder, a missing or read-only folder, a device).
+    A symbolic link is followed: the file it points to is the one written."""
     target = Path(path)
+    if target.is_symlink():
+        target = target.resolve()
+    if target.is_dir():
+        raise IsADirectoryError(errno.EISDIR, "it is a folder", str(target))
+    if target.exists() and not target.is_file():  # /dev/null, a pipe: never replaced
+        raise OSError(errno.EINVAL, "it is not a regular file", str(target))
     temporary = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.tmp")
     try:
         with temporary.open("x", encoding="utf-8") as file:
-            file.write(text if text.endswith("\n") else text + "\n")
-        os.replace(temporary, target)
-    except BaseException:
+            file.write(text)
+        if overwrite:
+            os.replace(temporary, target)
+        else:
+            _link_new(temporary, target)
+    finally:
         temporary.unlink(missing_ok=True)
-        raise
     return target
+
+
+def _link_new(temporary: Path, target: Path) -> None:
+    """Put ``temporary`` at ``target`` unless ``target`` exists; where the file system has
+    no hard links, check and rename (a file appearing in between is the one race left)."""
+    try:
+        os.link(temporary, target)
+    except FileExistsError:
+        raise
+    except OSError:
+        if target.exists():
+            raise FileExistsError(errno.EEXIST, "it exists", str(target)) from None
+        os.replace(temporary, target)
 
 
 def _notebook_dict(messages: Sequence[Message], *, session: SessionMeta) -> dict[str, Any]:

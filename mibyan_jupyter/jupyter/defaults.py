@@ -18,6 +18,11 @@ THINKING_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh")
 TOOL_MODES = ("parallel", "sequential")
 CompactMode = Literal["auto", "ask", "off"]
 COMPACT_MODES: tuple[CompactMode, ...] = ("auto", "ask", "off")
+APPROVE_ENV = "MIBYAN_APPROVE"
+"""``ask`` / ``auto`` / ``deny``: wins over the configured default, not over a cell's
+``--approve`` (so CI or papermill can allow a notebook's tool calls without editing it).
+Read once, when the extension loads (:meth:`KernelState.configure`): a value code sets
+later is ignored (docs/architecture.md, "Approvals the agent cannot grant itself")."""
 
 
 class Defaults(Protocol):
@@ -85,7 +90,7 @@ HELP: dict[str, str] = {
     "fallback_models": "Models to fail over to, in order.",
     "system_prompt": "System prompt of new sessions (empty: built-in).",
     "tools": "Default tool groups (or all / none).",
-    "approve": "Default approval mode (MIBYAN_APPROVE overrides).",
+    "approve": "Default approval mode (MIBYAN_APPROVE, as the kernel started, overrides).",
     "max_turns": "Most model calls per cell (0: unlimited).",
     "max_tokens": "Most tokens per cell (0: unlimited).",
     "max_cost": "Most US dollars per cell (0: unlimited).",

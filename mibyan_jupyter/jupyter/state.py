@@ -17,11 +17,11 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from mibyan_jupyter.jupyter.defaults import BUILTIN, Defaults
+from mibyan_jupyter.jupyter.defaults import APPROVE_ENV, BUILTIN, Defaults
 
 if TYPE_CHECKING:
     import asyncio
-    from collections.abc import Collection
+    from collections.abc import Callable, Collection
 
     from mibyan_jupyter.core.agent import Agent
     from mibyan_jupyter.core.approval import ApprovalPolicy
@@ -83,11 +83,19 @@ class KernelState:
         self._runs: dict[str, ActiveRun] = {}
         self._delivered: dict[str, Delivered] = {}
         """Cell id (or prompt text when the cell id is unknown) -> where its prompt went."""
+        self.approve_env = os.environ.get(APPROVE_ENV, "")
+        """``MIBYAN_APPROVE`` as it was when the extension loaded: the only value cells
+        use, so code a run executes cannot set it for later cells (jupyter/guard.py)."""
+        self.rule_write_check: Callable[[], str | None] | None = None
+        """Asked by the store before it saves or forgets an "always" rule (a reason
+        refuses it); jupyter/guard.py sets it at ``%load_ext``."""
 
     def configure(self, defaults: Defaults) -> None:
-        """Use ``defaults`` (the loaded magic) for every cell, and its database."""
+        """Use ``defaults`` (the loaded magic) for every cell, and its database; take
+        ``MIBYAN_APPROVE`` from the environment as it is now, at ``%load_ext``."""
         self.defaults = defaults
         self.db_path = defaults.db_path or None
+        self.approve_env = os.environ.get(APPROVE_ENV, "")
 
     def enter_cell(self, cell_id: str | None) -> None:
         self.cell_id = cell_id
@@ -106,6 +114,7 @@ class KernelState:
             # (with no handler configured, logging would print them to stderr).
             logging.getLogger("mibyan_jupyter.store.writer").addHandler(_QUIET)
             self._store = SessionStore(self.db_path or None)
+            self._store.approval_rules.write_check = self.rule_write_check
         return self._store
 
     def leases(self) -> LeaseKeeper:

@@ -11,6 +11,13 @@ the writers have appended since; when nothing is behind that costs two reads, no
 
 The query asks FTS5 for its best rows first (``ORDER BY rank LIMIT``), so snippets are
 only computed for the hits returned, however many messages match.
+
+Highlights are offsets, never marks left in the text: a snippet is the message's own
+text, verbatim (``sales["year"]`` stays ``sales["year"]``), and ``SearchHit.highlights``
+says which spans matched. FTS5's ``snippet()`` can only mark matches by inserting strings,
+so it is given two private-use characters the message does not contain (checked per hit;
+a message holding the usual two gets two others), which are then taken out again as
+offsets. No content, not even one holding those very characters, can shift a highlight.
 """
 
 from __future__ import annotations
@@ -22,10 +29,12 @@ from mibyan_jupyter.store.db import Database
 from mibyan_jupyter.store.records import index_pending
 from mibyan_jupyter.store.sessions import SessionStore
 
-MARK_START = "["
-MARK_END = "]"
+MARK_START = "\ue000"
+MARK_END = "\ue001"
+"""The marks ``snippet()`` is given first (private use: no meaning of their own)."""
 ELLIPSIS = "…"
 SNIPPET_TOKENS = 16
+_PRIVATE_USE = (range(0xE000, 0xF900), range(0xF0000, 0xFFFFE), range(0x100000, 0x10FFFE))
 
 _TERM = re.compile(r'"([^"]*)"|(\S+)')
 
@@ -39,7 +48,23 @@ class SearchHit:
     seq: int
     role: str
     snippet: str
+    """The message's text around the matches, verbatim (``…`` where it was cut)."""
     score: float
+    highlights: tuple[tuple[int, int], ...] = ()
+    """``(start, end)`` offsets into ``snippet`` of the matched words, in order."""
+
+    def parts(self) -> list[tuple[str, bool]]:
+        """The snippet as ``(text, matched)`` pieces, in order, for a renderer to mark."""
+        pieces: list[tuple[str, bool]] = []
+        at = 0
+        for start, end in self.highlights:
+            if start > at:
+                pieces.append((self.snippet[at:start], False))
+            pieces.append((self.snippet[start:end], True))
+            at = end
+        if at < len(self.snippet):
+            pieces.append((self.snippet[at:], False))
+        return pieces
 
 
 def fts_query(text: str) -> str | None:
@@ -81,28 +106,69 @@ def search(
         return []
     db = store_or_db.db if isinstance(store_or_db, SessionStore) else store_or_db
     catch_up(db)
-    snippet = (
-        f"snippet(messages_fts, 0, '{MARK_START}', '{MARK_END}', '{ELLIPSIS}', {SNIPPET_TOKENS})"
-    )
+    snippet = f"snippet(messages_fts, 0, ?, ?, '{ELLIPSIS}', {SNIPPET_TOKENS})"
+    collides = "instr(m.text, ?) + instr(m.text, ?) > 0"
+    marks = (MARK_START, MARK_END)
     if session_id is None:
         # FTS5 yields its best rows first and stops at the limit; join afterwards.
         sql = (
-            "SELECT m.session_id, s.title, m.seq, m.role, f.snip, f.rank FROM"
+            f"SELECT m.id, m.session_id, s.title, m.seq, m.role, f.snip, f.rank, {collides} FROM"
             f" (SELECT rowid, {snippet} AS snip, rank FROM messages_fts"
             "  WHERE messages_fts MATCH ? ORDER BY rank LIMIT ?) AS f"
             " JOIN messages m ON m.id = f.rowid JOIN sessions s ON s.id = m.session_id"
             " ORDER BY f.rank"
         )
-        params: tuple[object, ...] = (query, limit)
+        params: tuple[object, ...] = (*marks, *marks, query, limit)
     else:
         sql = (
-            f"SELECT m.session_id, s.title, m.seq, m.role, {snippet}, rank FROM messages_fts"
-            " JOIN messages m ON m.id = messages_fts.rowid JOIN sessions s ON s.id = m.session_id"
+            f"SELECT m.id, m.session_id, s.title, m.seq, m.role, {snippet}, rank, {collides}"
+            " FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid"
+            " JOIN sessions s ON s.id = m.session_id"
             " WHERE messages_fts MATCH ? AND m.session_id = ? ORDER BY rank LIMIT ?"
         )
-        params = (query, session_id, limit)
-    rows = db.conn.execute(sql, params).fetchall()
-    return [
-        SearchHit(session_id=sid, title=title, seq=seq, role=role, snippet=snip, score=-float(rank))
-        for sid, title, seq, role, snip, rank in rows
-    ]
+        params = (*marks, *marks, query, session_id, limit)
+    hits: list[SearchHit] = []
+    for rowid, sid, title, seq, role, snip, rank, collided in db.conn.execute(sql, params):
+        start, end = marks
+        if collided:  # the message holds the marks itself: ask again with two it lacks
+            start, end = _free_marks(db, rowid)
+            snip = _snippet(db, query, rowid, start, end)
+        text, spans = split_marks(snip, start, end)
+        hits.append(SearchHit(sid, title, seq, role, text, -float(rank), spans))
+    return hits
+
+
+def _free_marks(db: Database, rowid: int) -> tuple[str, str]:
+    """Two private-use characters that the message ``rowid`` does not contain."""
+    (text,) = db.conn.execute("SELECT text FROM messages WHERE id = ?", (rowid,)).fetchone()
+    used = set(text or "")
+    free = (chr(c) for block in _PRIVATE_USE for c in block if chr(c) not in used)
+    return next(free), next(free)
+
+
+def _snippet(db: Database, query: str, rowid: int, start: str, end: str) -> str:
+    row = db.conn.execute(
+        f"SELECT snippet(messages_fts, 0, ?, ?, '{ELLIPSIS}', {SNIPPET_TOKENS})"
+        " FROM messages_fts WHERE messages_fts MATCH ? AND rowid = ?",
+        (start, end, query, rowid),
+    ).fetchone()
+    return str(row[0]) if row else ""
+
+
+def split_marks(marked: str, start: str, end: str) -> tuple[str, tuple[tuple[int, int], ...]]:
+    """``marked`` without the ``start``/``end`` marks, and the offsets they enclosed."""
+    text: list[str] = []
+    spans: list[tuple[int, int]] = []
+    at = 0
+    opened: int | None = None
+    for piece in re.split(f"({re.escape(start)}|{re.escape(end)})", marked):
+        if piece == start:
+            opened = at
+        elif piece == end and opened is not None:
+            if at > opened:
+                spans.append((opened, at))
+            opened = None
+        elif piece:
+            text.append(piece)
+            at += len(piece)
+    return "".join(text), tuple(spans)

@@ -67,12 +67,17 @@ def test_transformer_rewrites_an_agent_cell_into_an_await() -> None:
     compile(code, "<cell>", "exec", flags=0x2000)  # PyCF_ALLOW_TOP_LEVEL_AWAIT
 
 
-@pytest.mark.parametrize(
-    "first", ["%%agent?\n", "%%agent --help\n", "%%agent -h\n", "%%agents\n", "print(1)\n"]
-)
+@pytest.mark.parametrize("first", ["%%agent?\n", "%%agents\n", "print(1)\n"])
 def test_transformer_leaves_help_and_other_cells_alone(first: str) -> None:
     lines = [first, "body\n"]
     assert agent_cell_transformer(lines) == lines
+
+
+@pytest.mark.parametrize("lines", [["%%agent --help"], ["%%agent -h\n", "body\n"]])
+def test_transformer_turns_help_into_printing_the_options(lines: list[str]) -> None:
+    (code,) = agent_cell_transformer(lines)
+    assert code.startswith("print(")
+    assert "USAGE" in code
 
 
 def test_help_lists_every_option(
@@ -94,8 +99,8 @@ def test_help_lists_every_option(
     ("line", "message"),
     [
         ("--max-turns zero", "--max-turns must be a positive integer"),
-        ("--max-turns 0", "--max-turns must be positive"),
-        ("--max-cost -2", "--max-cost must be positive"),
+        ("--max-turns 0", "--max-turns must be a positive integer"),
+        ("--max-cost -2", "--max-cost must be a positive number"),
         ("--approve maybe", "--approve must be one of ask, auto, deny"),
         ("--thinking huge", "--thinking must be one of off, minimal"),
         ("--tool-mode random", "--tool-mode must be one of parallel, sequential"),
@@ -139,10 +144,13 @@ def test_traitlets_are_the_defaults_and_can_be_configured(shell: InteractiveShel
 def test_mibyan_approve_overrides_the_default_but_not_the_cell(
     shell: InteractiveShell, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Read as the extension loaded (jupyter/guard.py): set it, then load again.
     monkeypatch.setenv("MIBYAN_APPROVE", "auto")
+    shell.run_line_magic("reload_ext", "mibyan_jupyter")
     assert parse_cell_line("", configured()).approve == "auto"
     assert parse_cell_line("--approve deny", configured()).approve == "deny"
     monkeypatch.setenv("MIBYAN_APPROVE", "sometimes")
+    shell.run_line_magic("reload_ext", "mibyan_jupyter")
     with pytest.raises(AgentUsageError, match="sometimes"):
         parse_cell_line("", configured())
 

@@ -41,7 +41,8 @@ EXPECTED_SCHEMA = [
         "    tool       TEXT PRIMARY KEY,\n"
         "    approved   INTEGER NOT NULL,\n"
         "    created_at REAL NOT NULL\n"
-        ") STRICT",
+        # Migration 0004 (who wrote a saved rule, its signature) added these.
+        ", origin TEXT, mac TEXT, flagged_at REAL) STRICT",
     ),
     (
         "table",

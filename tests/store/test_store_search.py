@@ -31,7 +31,12 @@ def test_ranking_snippets_and_hit_fields(store: SessionStore) -> None:
     assert hits[0].score > hits[1].score
     top = hits[0]
     assert (top.title, top.seq, top.role) == ("thrice", 0, "user")
-    assert "[dataframe]" in top.snippet
+    assert "dataframe" in top.snippet
+    assert "[" not in top.snippet
+    marked = [text for text, matched in top.parts() if matched]
+    assert marked
+    assert set(marked) == {"dataframe"}
+    assert "".join(text for text, _ in top.parts()) == top.snippet
     assert ELLIPSIS in hits[1].snippet  # the long message is cut around the match
 
 
@@ -128,3 +133,44 @@ def test_deleted_and_forked_sessions(store: SessionStore) -> None:
     assert [h.session_id for h in search(store, "walrus")] == [fork]
     store.delete(fork)
     assert search(store, "walrus") == []
+
+
+HOSTILE = (
+    'sales["year"] = sales["year"].astype(int)  # [note] <b>bold</b> &amp;'
+    " \ue000marked\ue001 \ue002 ]["
+)
+
+
+def test_snippets_are_verbatim_and_highlights_are_offsets(store: SessionStore) -> None:
+    """Content holding the old marks (``[``/``]``), the new ones (private-use characters),
+    HTML and entities comes back exactly as written, with only the matches highlighted."""
+    sid = store.create().id
+    append_message(store.db, sid, UserMessage(content=HOSTILE))
+    for word, expected in (("sales", ["sales", "sales"]), ("year", ["year", "year"])):
+        (hit,) = search(store, word)
+        assert hit.snippet == HOSTILE
+        assert [text for text, matched in hit.parts() if matched] == expected
+        assert "".join(text for text, _ in hit.parts()) == HOSTILE
+        for start, end in hit.highlights:
+            assert hit.snippet[start:end] == word
+    (hit,) = search(store, "bold", session_id=sid)  # the one-session query takes the same path
+    assert hit.snippet == HOSTILE
+    assert [hit.snippet[a:b] for a, b in hit.highlights] == ["bold"]
+
+
+def test_a_message_holding_every_usual_mark_gets_others(store: SessionStore) -> None:
+    sid = store.create().id
+    crowded = "".join(chr(c) for c in range(0xE000, 0xE100)) + " needle in code[0]"
+    append_message(store.db, sid, UserMessage(content=crowded))
+    (hit,) = search(store, "needle")
+    assert hit.snippet.endswith(" needle in code[0]")
+    assert "\ue0ff" in hit.snippet
+    assert [hit.snippet[a:b] for a, b in hit.highlights] == ["needle"]
+
+
+def test_code_keeps_its_lines_and_indentation(store: SessionStore) -> None:
+    sid = store.create().id
+    code = "def total(sales):\n    return sales['amount'].sum()\n"
+    append_message(store.db, sid, UserMessage(content=code))
+    (hit,) = search(store, "amount")
+    assert hit.snippet == code

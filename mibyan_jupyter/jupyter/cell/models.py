@@ -94,12 +94,12 @@ def choose_model(requested: str, *, whose: str = "") -> ChosenModel:
         raise AgentUsageError(
             f"{where}{error} (or --model demo for the built-in demo model)"
         ) from None
-    missing_key = spec.requires_key and spec.api_key is None and spec.key_env
-    if missing_key and not os.environ.get(spec.key_env or ""):
+    missing = _missing_key(spec)
+    if missing:
         subject = f"{whose} {spec.label}" if whose else spec.label
         raise AgentUsageError(
-            f"{subject} needs an API key: set {spec.key_env} in the kernel's environment "
-            f"(e.g. %env {spec.key_env}=...) or {other}"
+            f"{subject} needs an API key: set {missing} in the kernel's environment "
+            f"(e.g. %env {missing}=...) or {other}"
         )
     return ChosenModel(name, spec.label, False, context_window_of(spec.label), spec)
 
@@ -131,9 +131,44 @@ def context_window_of(label: str) -> int | None:
     return None
 
 
+def choose_fallbacks(names: tuple[str, ...]) -> list[ChosenModel]:
+    """Each ``--fallback`` model checked as ``--model`` is (known provider, key set), so a
+    typo fails the cell at once naming the known providers, not when the primary model
+    fails and the run has nothing to fall back to."""
+    from mibyan_jupyter.providers.spec import ModelSpecError, resolve_model
+
+    chosen: list[ChosenModel] = []
+    for name in names:
+        if name.strip() in DEMO_MODELS:
+            chosen.append(choose_model(name))
+            continue
+        try:
+            spec = resolve_model(name)
+        except ModelSpecError as error:
+            raise AgentUsageError(f"--fallback {name!r}: {error}") from None
+        missing = _missing_key(spec)
+        if missing:
+            raise AgentUsageError(
+                f"--fallback {name!r} needs an API key: set {missing} in the kernel's "
+                "environment, or leave it out"
+            )
+        chosen.append(ChosenModel(name, spec.label, False, context_window_of(spec.label), spec))
+    return chosen
+
+
+def _missing_key(spec: ModelSpec) -> str | None:
+    """The variable to set when ``spec`` needs a key and none is given or set."""
+    env = spec.key_env
+    if spec.requires_key and spec.api_key is None and env and not os.environ.get(env):
+        return env
+    return None
+
+
 def stream_function(chosen: ChosenModel, fallback_models: tuple[str, ...]) -> StreamFn:
     """The demo model, or a provider client with its fallback chain. The client is given
-    the specs already resolved here, so it does not resolve them a second time."""
+    the specs already resolved here, so it does not resolve them a second time. Every
+    fallback is checked first, also behind the demo model (which never fails over)."""
+    fallbacks = choose_fallbacks(fallback_models)
     if chosen.demo:
         from mibyan_jupyter.core.demo_model import demo_model
 
@@ -145,9 +180,9 @@ def stream_function(chosen: ChosenModel, fallback_models: tuple[str, ...]) -> St
     from mibyan_jupyter.providers.client import ProviderClient
 
     client = ProviderClient(fallback_models=fallback_models)
-    for name, model in ((chosen.name, chosen), *((m, choose_model(m)) for m in fallback_models)):
-        if model.spec is not None:  # a fallback fails here, with its message, not at failover
-            client.register(name, model.spec)
+    for model in (chosen, *fallbacks):
+        if model.spec is not None:
+            client.register(model.name, model.spec)
     return client
 
 

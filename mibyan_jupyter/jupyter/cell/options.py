@@ -8,7 +8,6 @@ fails before anything is sent to a model.
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
 from collections.abc import Callable
@@ -18,6 +17,7 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import argument, magic_arguments
 
+from mibyan_jupyter.jupyter.cell.limits import LIMITS, LimitError, flag_value
 from mibyan_jupyter.jupyter.defaults import (
     APPROVE_MODES,
     COMPACT_MODES,
@@ -27,10 +27,7 @@ from mibyan_jupyter.jupyter.defaults import (
     CompactMode,
     Defaults,
 )
-
-APPROVE_ENV = "MIBYAN_APPROVE"
-"""``ask`` / ``auto`` / ``deny``: wins over the configured default, not over a cell's
-``--approve`` (so CI or papermill can allow a notebook's tool calls without editing it)."""
+from mibyan_jupyter.jupyter.guard import approve_env
 
 
 class AgentUsageError(UsageError):
@@ -70,6 +67,10 @@ class CellOptions:
     what a resumed session recorded; the others come from the session when it has them."""
 
 
+def _describe(name: str) -> str:
+    return LIMITS[name].describe()
+
+
 _OPTIONS: tuple[tuple[tuple[str, ...], dict[str, Any]], ...] = (
     (
         ("--model", "-m"),
@@ -100,9 +101,12 @@ _OPTIONS: tuple[tuple[tuple[str, ...], dict[str, Any]], ...] = (
             "(default ask; with no front end the policy denies them)"
         },
     ),
-    (("--max-turns",), {"help": "most model calls in this cell (positive integer)"}),
-    (("--max-tokens",), {"help": "most tokens (input + output) in this cell (positive integer)"}),
-    (("--max-cost",), {"help": "most US dollars this cell may spend (positive number)"}),
+    (("--max-turns",), {"help": "most model calls in this cell: " + _describe("max_turns")}),
+    (
+        ("--max-tokens",),
+        {"help": "most tokens (input + output) in this cell: " + _describe("max_tokens")},
+    ),
+    (("--max-cost",), {"help": "most this cell may spend: " + _describe("max_cost")}),
     (("--thinking",), {"help": "reasoning effort: " + " | ".join(THINKING_LEVELS)}),
     (("--tool-mode",), {"help": "parallel | sequential execution of one turn's tool calls"}),
     (
@@ -112,7 +116,10 @@ _OPTIONS: tuple[tuple[tuple[str, ...], dict[str, Any]], ...] = (
     (("--compact",), {"help": "auto | ask | off: compact the conversation near the window"}),
     (
         ("--context-window",),
-        {"help": "the model's context window in tokens (default: the bundled table)"},
+        {
+            "help": "the model's context window (default: the bundled table): "
+            + _describe("context_window")
+        },
     ),
     (
         ("--no-variables",),
@@ -130,6 +137,10 @@ _OPTIONS: tuple[tuple[tuple[str, ...], dict[str, Any]], ...] = (
         },
     ),
 )
+
+
+CELL_FLAGS: tuple[str, ...] = tuple(flags[0] for flags, _ in _OPTIONS)
+"""Every option of a ``%%agent`` cell (its long form), as ``%%agent --help`` lists them."""
 
 
 def agent_cell_signature(line: str, cell: str = "") -> None:
@@ -157,17 +168,13 @@ _SIGNATURE = _with_arguments(agent_cell_signature)
 USAGE = str(_SIGNATURE.__doc__)
 
 
-def _positive(name: str, text: str | None, kind: type[int] | type[float]) -> Any:
-    if text is None:
-        return None
+def _positive(name: str, text: str | None) -> Any:
+    """A numeric flag's value, refused unless finite, positive and sensible (the limits
+    are :data:`~.limits.LIMITS`, shared with the configured defaults)."""
     try:
-        value = kind(text)
-    except ValueError:
-        noun = "integer" if kind is int else "number"
-        raise AgentUsageError(f"--{name} must be a positive {noun}, got {text!r}") from None
-    if value <= 0:
-        raise AgentUsageError(f"--{name} must be positive, got {text!r}")
-    return value
+        return flag_value(name, text)
+    except LimitError as error:
+        raise AgentUsageError(str(error)) from None
 
 
 def _choice(name: str, value: str, allowed: tuple[str, ...]) -> str:
@@ -204,10 +211,10 @@ def parse_cell_line(line: str, defaults: Defaults) -> CellOptions:
         raise AgentUsageError(f"cannot read the options: {error}") from None
     except UsageError as error:
         raise AgentUsageError(f"{error} (see %%agent? for the options)") from None
-    max_turns = _positive("max-turns", args.max_turns, int) or defaults.max_turns or None
-    max_tokens = _positive("max-tokens", args.max_tokens, int) or defaults.max_tokens or None
-    max_cost = _positive("max-cost", args.max_cost, float) or defaults.max_cost or None
-    configured = os.environ.get(APPROVE_ENV, "").strip().lower() or defaults.approve
+    max_turns = _positive("max_turns", args.max_turns) or defaults.max_turns or None
+    max_tokens = _positive("max_tokens", args.max_tokens) or defaults.max_tokens or None
+    max_cost = _positive("max_cost", args.max_cost) or defaults.max_cost or None
+    configured = approve_env().strip().lower() or defaults.approve  # as the kernel started
     approve = _choice("approve", args.approve or configured, APPROVE_MODES)
     session = args.session
     if session is not None and not re.fullmatch(r"new|last|[0-9A-Za-z_-]{2,64}", session):
@@ -227,7 +234,7 @@ def parse_cell_line(line: str, defaults: Defaults) -> CellOptions:
         after=bool(args.after),
         compact=_choice("compact", args.compact or defaults.compact, COMPACT_MODES),  # type: ignore[arg-type]
         context_window=(
-            _positive("context-window", args.context_window, int) or defaults.context_window or None
+            _positive("context_window", args.context_window) or defaults.context_window or None
         ),
         variables=bool(defaults.variables) and not args.no_variables,
         explicit=_explicit(args),
@@ -235,6 +242,7 @@ def parse_cell_line(line: str, defaults: Defaults) -> CellOptions:
 
 
 def wants_help(line: str) -> bool:
-    """``%%agent?``, ``%%agent --help`` or ``-h``: IPython's own help, not a run."""
+    """``%%agent?``, ``%%agent --help`` or ``-h``: the help, not a run. Only a lone ``?``
+    asks for help: ``--system 'why?'`` is a run whose system prompt ends in a question."""
     words = line.split()
-    return line.rstrip().endswith("?") or "--help" in words or "-h" in words
+    return line.strip() in ("?", "??") or "--help" in words or "-h" in words

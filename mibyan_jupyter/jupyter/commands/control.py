@@ -9,6 +9,7 @@ from mibyan_jupyter.jupyter.cell.options import AgentUsageError
 from mibyan_jupyter.jupyter.commands.common import cost, parser
 from mibyan_jupyter.jupyter.commands.tables import Message, Table
 from mibyan_jupyter.jupyter.defaults import setting_rows
+from mibyan_jupyter.jupyter.guard import refuse_inside_run
 from mibyan_jupyter.jupyter.state import kernel_state, notebook_path
 from mibyan_jupyter.secrets import REDACT
 
@@ -71,7 +72,9 @@ def model_label(model: str | None) -> str:
 
 def policy(words: list[str]) -> Any:
     """Show, set or reset the approval rules: "allow"/"deny" are saved as "always" in the
-    store and applied to every session this kernel has open."""
+    store and applied to every session this kernel has open. Setting and resetting work
+    only from a cell the user runs, never from code inside an agent run (jupyter/guard.py);
+    saved rows that were not written that way are listed as ignored."""
     args = parser(
         "policy",
         (("action",), {"nargs": "?", "default": "show", "choices": ("show", "set", "reset")}),
@@ -79,6 +82,8 @@ def policy(words: list[str]) -> Any:
         (("decision",), {"nargs": "?", "choices": ("allow", "deny", "ask")}),
     ).parse_args(words)
     state = kernel_state()
+    if args.action != "show":
+        refuse_inside_run(f"%agent policy {args.action}")
     store = state.store()
     handles = state.handles()
     if args.action == "set":
@@ -87,16 +92,21 @@ def policy(words: list[str]) -> Any:
         if args.decision == "ask":
             store.forget_always_rule(args.tool)
         else:
-            store.save_always_rule(args.tool, args.decision == "allow")
+            store.approval_rules.save(args.tool, args.decision == "allow", origin="cell")
         for handle in handles:
             handle.policy.set_decision(args.tool, args.decision, "always")
     elif args.action == "reset":
-        for tool in [args.tool] if args.tool else list(store.always_rules()):
+        saved = {rule.tool for rule in store.approval_rules.rows()}
+        for tool in [args.tool] if args.tool else sorted(saved):
             store.forget_always_rule(tool)
         for handle in handles:
             handle.policy.reset(args.tool)
     rows = [
         (t, "allow" if ok else "deny", "always (saved)") for t, ok in store.always_rules().items()
+    ]
+    rows += [
+        (r.tool, "ignored", "saved, but not by a click or a cell you ran")
+        for r in store.approval_rules.untrusted()
     ]
     current = state.session(state.current_session(notebook_path()) or "")
     if current is not None:
@@ -104,7 +114,11 @@ def policy(words: list[str]) -> Any:
             (t, "allow" if ok else "deny", "this session")
             for t, ok in current.policy.remembered("session").items()
         ]
-    note = "Tools with side effects ask by default; read-only tools run without asking."
+    note = (
+        "Tools with side effects ask by default; read-only tools run without asking. Rules"
+        " change only from a cell you run or a click on a card, never from code the agent"
+        " runs (that code does run with your powers)."
+    )
     return Table(("tool", "decision", "scope"), rows, caption="Approval policy", note=note)
 
 

@@ -1,38 +1,19 @@
-"""``%agent <command>``: the help text, the table of commands, and the dispatch that turns
-store and usage errors into one-line errors and shows several results each as itself."""
+"""``%agent <command>``: the table of commands, and the dispatch that answers help
+requests from the reference (:mod:`.reference`), turns store and usage errors into
+one-line errors and shows several results each as itself."""
 
 from __future__ import annotations
 
 import shlex
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 from mibyan_jupyter.jupyter.cell.options import AgentUsageError
 from mibyan_jupyter.jupyter.cell.sessions import user_facing
 from mibyan_jupyter.jupyter.commands import context, control, memory, sessions
+from mibyan_jupyter.jupyter.commands.reference import COMMANDS_HELP, command_help
 
-COMMANDS_HELP = """\
-%agent sessions [--search TEXT] [--notebook] [--model M] [--limit N]
-                                        list sessions, or search their messages
-%agent resume last|ID                   show a session's history and continue it in the next cells
-%agent fork ID [--at N]                 copy a session up to message N into a new session
-%agent export ID [PATH] [--format ipynb|md] [--verify]
-                                        write a session as a runnable notebook or Markdown
-%agent stop                             stop the running agent
-%agent status                           the current session, model, usage and database
-%agent policy [show | set TOOL allow|deny|ask | reset [TOOL]]
-                                        approval rules ("allow"/"deny" persist as "always")
-%agent config                           the settings of %%agent cells (c.AgentMagics.*)
-%agent models                           models you can use and whether their keys are set
-%agent delete ID                        delete a session and its messages
-%agent memory [show|add TEXT|replace OLD NEW|remove OLD|path] [--user]
-                                        what the agent remembers across sessions (MEMORY.md,
-                                        or USER.md with --user)
-%agent compact                          summarise the older messages of the current session now
-%agent pin TEXT | pins | unpin N        instructions kept in the system prompt (never summarised)
-ID is a session id or its first characters, "last" or "current" (this notebook's).
-A %%agent cell's options: %%agent --help"""
-
+HELP_WORDS = ("help", "--help", "-h", "?")
 
 COMMANDS: dict[str, Callable[[list[str]], Any]] = {
     "sessions": sessions.sessions,
@@ -51,6 +32,26 @@ COMMANDS: dict[str, Callable[[list[str]], Any]] = {
     "pins": context.pins,
     "unpin": context.unpin,
 }
+"""Every command but ``help`` (answered by :func:`help_text`), in the reference's order."""
+
+
+def help_text(words: list[str]) -> str | None:
+    """The help ``words`` ask for, else ``None``: ``help`` / ``--help`` alone (every
+    command), ``help NAME`` or ``NAME --help`` (one). Only a lone trailing ``--help``
+    counts, so ``%agent pin always pass -h`` pins its text."""
+    if not words or (words[0] in HELP_WORDS and len(words) == 1):
+        return COMMANDS_HELP
+    if words[0] in HELP_WORDS and len(words) == 2:
+        return command_help(words[1]) or _unknown(words[1])
+    if len(words) == 2 and words[1] in HELP_WORDS[1:] and words[0] in COMMANDS:
+        return command_help(words[0])
+    return None
+
+
+def _unknown(name: str) -> NoReturn:
+    raise AgentUsageError(
+        f"unknown command {name!r}: one of {', '.join([*COMMANDS, 'help'])} (see %agent help)"
+    )
 
 
 def run_command(line: str) -> Any:
@@ -61,11 +62,13 @@ def run_command(line: str) -> Any:
         words = shlex.split(line)
     except ValueError as error:
         raise AgentUsageError(f"cannot read the arguments: {error}") from None
+    shown = help_text(words)
+    if shown is not None:
+        print(shown)
+        return None
     command = COMMANDS.get(words[0])
     if command is None:
-        raise AgentUsageError(
-            f"unknown command {words[0]!r}: one of {', '.join(COMMANDS)} (see %agent --help)"
-        )
+        _unknown(words[0])
     try:
         result = command(words[1:])
     except StoreError as error:

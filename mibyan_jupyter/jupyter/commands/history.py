@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mibyan_jupyter.jupyter.cell.options import AgentUsageError
 from mibyan_jupyter.jupyter.commands.tables import Message, Table
 
 if TYPE_CHECKING:
@@ -81,13 +82,22 @@ def show_history(store: SessionStore, session_id: str) -> list[Any]:
 
 
 def export_session(
-    store: SessionStore, session: str, path: str | None, fmt: str | None, verify: bool
+    store: SessionStore,
+    session: str,
+    path: str | None,
+    fmt: str | None,
+    verify: bool,
+    *,
+    force: bool = False,
 ) -> Any:
-    """Write the session to ``path`` (default: ``<title>.ipynb`` next to the notebook): its
-    whole history across compactions (the real messages, not the summaries that replaced
-    them), with spilled tool results put back in full (docs/architecture.md, "Store")."""
+    """Write the session to ``path`` (default: ``session-<id>.ipynb`` in the kernel's
+    folder): its whole history across compactions (the real messages, not the summaries
+    that replaced them), with spilled tool results put back in full (docs/architecture.md,
+    "Store"). An existing file is kept unless ``force``; a path that cannot be written is
+    one usage line, and nothing is left half-written."""
     from functools import partial
 
+    from mibyan_jupyter.export.notebook import export_notebook, notebook_text, verify_notebook
     from mibyan_jupyter.export.spilled import inline_spilled
     from mibyan_jupyter.store.lineage import lineage_messages
     from mibyan_jupyter.store.results import full_text
@@ -98,19 +108,28 @@ def export_session(
     )
     meta = session_meta(info, messages)
     fmt = fmt or ("md" if path and path.endswith(".md") else "ipynb")
-    target = Path(path or f"session-{info.id[:8]}.{fmt}")
+    target = Path(path or f"session-{info.id[:8]}.{fmt}").expanduser()
     if fmt == "md":
         from mibyan_jupyter.export.markdown import export_markdown
 
-        target.write_text(export_markdown(messages, session=meta), encoding="utf-8")
-        return Message(f"Wrote {target} ({len(messages)} messages, Markdown).")
-    from mibyan_jupyter.export.notebook import export_notebook, verify_notebook, write_notebook
-
-    write_notebook(messages, target, session=meta)
+        _write(target, export_markdown(messages, session=meta), force)
+        unverified = " (--verify re-runs notebooks only)" if verify else ""
+        return Message(f"Wrote {target} ({len(messages)} messages, Markdown).{unverified}")
+    notebook = export_notebook(messages, session=meta)
+    _write(target, notebook_text(notebook), force)
     report = f"Wrote {target} ({len(messages)} messages, notebook)."
     if not verify:
         return Message(report)
-    differences = verify_notebook(export_notebook(messages, session=meta), cwd=target.parent)
+    try:
+        differences = verify_notebook(notebook, cwd=target.parent)
+    except ModuleNotFoundError:
+        raise AgentUsageError(
+            f"{report} --verify re-runs it with nbclient, which is not installed: "
+            "pip install nbclient ipykernel"
+        ) from None
+    except Exception as error:  # no such kernel, a kernel that died: the file is written
+        reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        raise AgentUsageError(f"{report} --verify could not re-run it: {reason}") from None
     if not differences:
         return Message(report + " Re-running it gave the same outputs.")
     rows = [(d.cell_index, d.recorded[:200], d.actual[:200]) for d in differences]
@@ -118,3 +137,27 @@ def export_session(
         Message(report),
         Table(("cell", "recorded", "re-run"), rows, caption="Outputs that differ on re-run"),
     ]
+
+
+def _write(target: Path, text: str, force: bool) -> None:
+    """Write through the export's atomic writer; file errors become one usage line."""
+    from mibyan_jupyter.export.notebook import write_file
+
+    try:
+        write_file(target, text, overwrite=force)
+    except OSError as error:
+        raise AgentUsageError(file_error(target, error)) from None
+
+
+def file_error(target: Path, error: OSError) -> str:
+    """What went wrong writing ``target``, and what to do, in one line."""
+    folder = target.parent
+    if isinstance(error, FileExistsError):
+        return f"{target} already exists: add --force to overwrite it, or give another path"
+    if isinstance(error, IsADirectoryError):
+        return f"cannot write {target}: it is a folder; give a file name inside it"
+    if isinstance(error, FileNotFoundError):
+        return f"cannot write {target}: the folder {folder} does not exist (create it first)"
+    if isinstance(error, PermissionError):
+        return f"cannot write {target}: no permission to write in {folder}"
+    return f"cannot write {target}: {error.strerror or error}"

@@ -8,8 +8,8 @@ from typing import Any
 
 from mibyan_jupyter.jupyter.cell.options import AgentUsageError
 from mibyan_jupyter.jupyter.cell.sessions import resume_session
-from mibyan_jupyter.jupyter.commands.common import cost, parser, session_id, short, when
-from mibyan_jupyter.jupyter.commands.tables import Message, Table
+from mibyan_jupyter.jupyter.commands.common import cost, count, parser, session_id, short, when
+from mibyan_jupyter.jupyter.commands.tables import Highlighted, Message, Table
 from mibyan_jupyter.jupyter.state import kernel_state, notebook_path
 
 
@@ -19,23 +19,23 @@ def sessions(words: list[str]) -> Table:
         (("--search",), {}),
         (("--notebook",), {"action": "store_true"}),
         (("--model",), {}),
-        (("--limit",), {"type": int, "default": 20}),
+        (("--limit",), {"default": "20"}),
     ).parse_args(words)
+    limit = count("--limit", args.limit)
     state = kernel_state()
     store = state.store()
     if args.search:
         from mibyan_jupyter.store.search import search
 
-        hits = search(store, args.search, limit=args.limit)
+        hits = search(store, args.search, limit=limit)
         rows: list[tuple[Any, ...]] = [
-            (short(h.session_id), h.title, h.seq, h.role, h.snippet) for h in hits
+            (short(h.session_id), h.title, h.seq, h.role, Highlighted(h.snippet, h.highlights))
+            for h in hits
         ]
         headers = ("session", "title", "#", "role", "snippet")
-        return Table(
-            headers, rows, caption=f"Messages matching {args.search!r}", highlight=["snippet"]
-        )
+        return Table(headers, rows, caption=f"Messages matching {args.search!r}")
     notebook = notebook_path() if args.notebook else None
-    infos = store.list(notebook=notebook, model=args.model, limit=args.limit)
+    infos = store.list(notebook=notebook, model=args.model, limit=limit)
     current = state.current_session(notebook_path())
     listed = [
         (
@@ -74,9 +74,11 @@ def resume(words: list[str]) -> Any:
 
 
 def fork(words: list[str]) -> Message:
-    args = parser("fork", (("session",), {}), (("--at",), {"type": int})).parse_args(words)
+    args = parser("fork", (("session",), {}), (("--at",), {})).parse_args(words)
     state = kernel_state()
-    child = state.store().fork(session_id(args.session), at=args.at)
+    parent = state.store().get(session_id(args.session))
+    at = None if args.at is None else count("--at", args.at, least=0, most=parent.message_count)
+    child = state.store().fork(parent.id, at=at)
     state.make_current(notebook_path(), child.id)
     where = f" at message {args.at}" if args.at is not None else ""
     return Message(
@@ -92,11 +94,14 @@ def export(words: list[str]) -> Any:
         (("path",), {"nargs": "?"}),
         (("--format",), {"choices": ("ipynb", "md"), "default": None}),
         (("--verify",), {"action": "store_true"}),
+        (("--force",), {"action": "store_true"}),
     ).parse_args(words)
     from mibyan_jupyter.jupyter.commands.history import export_session
 
     store = kernel_state().store()
-    return export_session(store, session_id(args.session), args.path, args.format, args.verify)
+    return export_session(
+        store, session_id(args.session), args.path, args.format, args.verify, force=args.force
+    )
 
 
 def delete(words: list[str]) -> Message:

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from mibyan_jupyter.jupyter.entry.magics import AgentMagics
 from mibyan_jupyter.jupyter.entry.transform import agent_cell_transformer
+from mibyan_jupyter.jupyter.guard import install as install_guard
+from mibyan_jupyter.jupyter.guard import refuse_inside_run
 from mibyan_jupyter.jupyter.state import kernel_state, reset_kernel_state
 
 if TYPE_CHECKING:
@@ -45,9 +47,11 @@ def load(shell: InteractiveShell) -> None:
 
         register(kernel)
     kernel_state().configure(magics)
+    install_guard(magics)  # code inside a run cannot write approval rules (jupyter/guard.py)
 
 
 def unload(shell: InteractiveShell) -> None:
+    refuse_inside_run("%unload_ext mibyan_jupyter")  # a reload would re-read MIBYAN_APPROVE
     if agent_cell_transformer in shell.input_transformers_cleanup:
         shell.input_transformers_cleanup.remove(agent_cell_transformer)
     with contextlib.suppress(ValueError):

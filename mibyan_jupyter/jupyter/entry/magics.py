@@ -17,21 +17,26 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import sys
 import threading
 from typing import Any
 
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
-from traitlets import Bool, Enum, Float, Int, List, Unicode
+from traitlets import Bool, Enum, Float, Int, List, TraitError, Unicode, validate
 
-from mibyan_jupyter.jupyter.cell.options import USAGE, wants_help
+from mibyan_jupyter.jupyter.cell.limits import LIMITS, LimitError, setting_value
+from mibyan_jupyter.jupyter.cell.options import USAGE, AgentUsageError, wants_help
+from mibyan_jupyter.jupyter.commands.reference import COMMANDS_HELP
 from mibyan_jupyter.jupyter.defaults import (
     APPROVE_MODES,
     BUILTIN,
     COMPACT_MODES,
     HELP,
+    SETTING_NAMES,
     THINKING_LEVELS,
     TOOL_MODES,
 )
+from mibyan_jupyter.jupyter.guard import checked_setting
 
 
 @magics_class
@@ -57,6 +62,32 @@ class AgentMagics(Magics):
     context_window = Int(BUILTIN.context_window, help=HELP["context_window"]).tag(config=True)
     variables = Bool(BUILTIN.variables, help=HELP["variables"]).tag(config=True)
 
+    def __init__(self, shell: Any = None, **kwargs: Any) -> None:
+        self._loading_profile = True  # the profile's values arrive now: see _check_limit
+        super().__init__(shell=shell, **kwargs)
+        self._loading_profile = False
+
+    @validate(*LIMITS)
+    def _check_limit(self, proposal: Any) -> Any:
+        """``%config AgentMagics.max_cost = float('nan')`` is refused like ``--max-cost nan``
+        (the limits are :data:`~mibyan_jupyter.jupyter.cell.limits.LIMITS`). A bad value in
+        the IPython profile warns and keeps the built-in default, so ``%load_ext`` still
+        loads the magics instead of failing on one setting."""
+        checked_setting(proposal)  # never from inside an agent run (jupyter/guard.py)
+        try:
+            return setting_value(proposal["trait"].name, proposal["value"])
+        except LimitError as error:
+            if getattr(self, "_loading_profile", False):
+                default = proposal["trait"].default_value
+                print(f"mibyan: {error}; using {default!r}", file=sys.stderr)
+                return default
+            raise SettingError(str(error)) from None
+
+    @validate(*(name for name in SETTING_NAMES if name not in LIMITS))
+    def _refuse_inside_run(self, proposal: Any) -> Any:
+        """Code inside an agent run cannot change the defaults (jupyter/guard.py)."""
+        return checked_setting(proposal)
+
     @cell_magic("agent")  # type: ignore[arg-type]
     def agent_cell(self, line: str, cell: str) -> None:
         if wants_help(line):
@@ -68,15 +99,19 @@ class AgentMagics(Magics):
 
     @line_magic("agent")  # type: ignore[arg-type]
     def agent_line(self, line: str) -> Any:
-        from mibyan_jupyter.jupyter.commands.dispatch import COMMANDS_HELP, run_command
+        from mibyan_jupyter.jupyter.commands.dispatch import run_command
 
-        if wants_help(line) or not line.strip():
-            print(COMMANDS_HELP)
-            return None
         return run_command(line)
 
 
-AgentMagics.agent_cell.__doc__ = USAGE  # type: ignore[assignment]  # what %%agent? shows
+class SettingError(TraitError, AgentUsageError):
+    """A refused ``c.AgentMagics`` value: a ``TraitError`` to traitlets (so ``%config`` and
+    profile loading report it as a bad value and keep the old one), one line to the user."""
+
+
+# What %%agent? and %agent? show: generated from the same tables as --help and %agent help.
+AgentMagics.agent_cell.__doc__ = USAGE + "\nThe %agent commands: %agent help (or %agent?)."  # type: ignore[assignment]
+AgentMagics.agent_line.__doc__ = COMMANDS_HELP  # type: ignore[assignment]
 
 
 def _run_blocking(coro: Any) -> None:
