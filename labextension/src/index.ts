@@ -15,6 +15,7 @@ import { Cell, CodeCell } from '@jupyterlab/cells';
 import { INotebookTracker, Notebook, NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
 import { CommsOverSubshells, Kernel } from '@jupyterlab/services';
 
+import { insertPlugin } from './insert';
 import { RunTracker, isAgentSource } from './tracker';
 
 /** Comm target the kernel side registers (mibyan_jupyter/jupyter/entry/queue_comm.py). */
@@ -215,6 +216,6 @@ const queuePlugin: JupyterFrontEndPlugin<void> = {
 };
 
 /** Every plugin of the extension; each other file exports its own and is listed here. */
-const plugins: JupyterFrontEndPlugin<void>[] = [queuePlugin];
+const plugins: JupyterFrontEndPlugin<void>[] = [queuePlugin, insertPlugin];
 
 export default plugins;

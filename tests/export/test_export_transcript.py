@@ -26,7 +26,8 @@ def test_the_transcript_reads_as_the_conversation() -> None:
     assert "<strong>x</strong>" in page
     assert '<details class="mibyan-thinking"><summary>Thinking</summary>' in page
     assert "consider the axes" in page
-    assert "plt.plot([1, 2])" in page
+    assert "plt.plot([1, 2])" in re.sub(r"<[^>]+>", "", page)  # code is coloured: spans
+    assert '<span class="k" style="color:#008000;font-weight:bold">import</span>' in page
     assert f'<img src="data:image/png;base64,{PNG}"' in page
     assert page.count("<img") == 1  # the fake PNG (an SVG) and the javascript: image are dropped
     assert "<b>table</b>" in page

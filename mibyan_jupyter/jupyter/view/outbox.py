@@ -27,6 +27,8 @@ The wire, built for the hot path (a batch is JSON inside a Jupyter comm message)
   reply streaming costs its text, two quotes and a comma);
 * ``[kind, id, text]``: text appended to element ``id`` (``kind`` is "text", "thinking" or
   "args"), which becomes the target of the strings that follow;
+* ``[chars, blocks]``: the Markdown blocks that the last target's text completed (a
+  :class:`.ops.BlocksOp` for that element, in its short form: one comes every paragraph);
 * an object ``{"op": name, ...}``: a structural op, readable (rarer, and not worth a code).
 
 The ops are typed in :mod:`.ops`, mirrored for the front end in ``static/ops.d.ts``.
@@ -36,6 +38,12 @@ every batch, in order, from ``seq`` 0 (it drops a batch that is not the next one
 messages sent before the front end has loaded the view's module are lost, so the front end
 says which ``seq`` it expects when it renders and :meth:`Outbox.replay` sends the batches
 from there; the front end's target then is what it was when the kernel built that batch.
+
+Markdown: a reply's text (kind "text") is also rendered as it goes. Each piece of it sent
+is fed to a :class:`~mibyan_jupyter.export.markdown_stream.MarkdownStream`, and when blocks
+complete a :class:`.ops.BlocksOp` follows the text in the same batch; its ranges index the
+text exactly as sent (redacted, cut where the hold-back below cut it), which is what the
+front end has. The stream's end renders the open block too.
 
 Secrets: every string is redacted before it is sent. A key streamed in pieces would be cut
 by a flush and reach the page in two halves that no redaction matches, so a timed flush
@@ -54,7 +62,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
-from mibyan_jupyter.jupyter.view.ops import DeltaKind, StructuralOp
+from mibyan_jupyter.export.markdown_stream import MarkdownStream
+from mibyan_jupyter.jupyter.view.ops import BlocksOp, DeltaKind, StructuralOp
 from mibyan_jupyter.secrets import REDACT
 
 Batch: TypeAlias = list[Any]
@@ -94,6 +103,8 @@ class _Stream:
     """The held-back tail: text after the last space sent (a list, so a long run without
     spaces is not copied at every flush)."""
     ended: bool = False
+    markdown: MarkdownStream | None = None
+    """A reply's text only: its blocks, rendered as they complete."""
 
 
 class Outbox:
@@ -163,7 +174,8 @@ class Outbox:
             key = (kind, ident)
             stream = self._streams.get(key)
             if stream is None:
-                stream = self._streams[key] = _Stream()
+                markdown = MarkdownStream() if kind == "text" else None
+                stream = self._streams[key] = _Stream(markdown=markdown)
             elif stream.ended and not stream.held:
                 stream.ended = False  # the element streams again (a second text block)
             if not self._pending or self._pending[-1] != key:
@@ -179,7 +191,8 @@ class Outbox:
             if stream is None:
                 return
             stream.ended = True
-            if stream.held and (kind, ident) not in self._pending:
+            unrendered = stream.markdown is not None and stream.markdown.open_text
+            if (stream.held or unrendered) and (kind, ident) not in self._pending:
                 self._pending.append((kind, ident))
 
     def discard(self, kind: DeltaKind, ident: str) -> None:
@@ -237,6 +250,11 @@ class Outbox:
                 batch.append(text if item == self._target else [item[0], item[1], text])
                 self._target = item
                 texts += 1
+            if stream is not None and stream.markdown is not None:
+                rendered = _blocks(item[1], stream, text)
+                short = item == self._target  # the front end knows which element
+                batch.extend([op["chars"], op["blocks"]] if short else op for op in rendered)
+                texts += len(rendered)  # sent even by a timed flush: the renderer moved on
         if timed and not texts:  # only structural ops: they wait (see the docstring)
             self._pending = [item for item in self._pending if not isinstance(item, tuple)]
             return
@@ -286,6 +304,19 @@ class Outbox:
             self.closed = True
             self._sent.clear()
             self._streams.clear()
+
+
+def _blocks(ident: str, stream: _Stream, text: str) -> list[BlocksOp]:
+    """The blocks that ``text`` (just sent) completed, and the open block's when the stream
+    has ended and nothing of it is held back."""
+    assert stream.markdown is not None
+    done = [stream.markdown.feed(text) if text else None]
+    if stream.ended and not stream.held:
+        done.append(stream.markdown.finish())
+    return [
+        BlocksOp(op="blocks", id=ident, chars=chars, blocks=program)
+        for chars, program in filter(None, done)
+    ]
 
 
 def _after_last_space(text: str) -> int:

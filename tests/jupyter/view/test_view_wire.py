@@ -43,7 +43,13 @@ def test_a_streamed_reply_costs_its_text_and_a_few_bytes() -> None:
         [0, {"op": "assistant", "id": "a1"}, ["text", "a1", "Hello there, "]],
         [1, "how "],
         [2, ["thinking", "a1", "hmm "]],
-        [3, "ok ", ["text", "a1", "are "], {"op": "final", "id": "a1", "html": "<p>Hello</p>"}],
+        [
+            3,
+            "ok ",
+            ["text", "a1", "are "],
+            [21, "<p20>"],  # the ended text rendered: 21 characters, a paragraph of 20
+            {"op": "final", "id": "a1", "html": "<p>Hello</p>"},
+        ],
     ]
     assert json.dumps(sent[1]) == '[1, "how "]'  # in a comm message: 33 bytes more
 
@@ -143,11 +149,12 @@ def test_the_wire_reads_back_as_the_ops_in_order() -> None:
         "assistant",
         "tool",
         "clear",
+        "blocks",  # the text, rendered when it ended
     ]
     # A delta names its element only when it switches to another one.
     target = None
     for item in (item for batch in batches for item in batch[1:]):
-        if isinstance(item, list):
+        if isinstance(item, list) and isinstance(item[0], str):
             assert tuple(item[:2]) != target
             target = tuple(item[:2])
         elif isinstance(item, str):
