@@ -7,6 +7,11 @@ headless policy, a test). Decisions carry a scope, as in Hermes: ``once`` (this 
 whoever listens to ``on_always``). An approver that does not answer within ``timeout``
 counts as a denial. A denial reaches the model as an error result that carries the
 reason and tells it not to retry the same call.
+
+The calls of one batch are asked at once (``ToolBatch`` asks every call the policy would
+ask about before any runs), so the gate may hold several questions, answered in any
+order. A decision for the session or always settles the other questions still open about
+the same tool, as the policy would have answered them had they been asked after it.
 """
 
 from __future__ import annotations
@@ -124,11 +129,15 @@ class ApprovalPolicy:
         for source, remembered in (("always", self.always), ("session", self.session)):
             if tool_name in remembered:
                 approved = remembered[tool_name]
-                verb = "approved" if approved else "denied"
-                scope_text = "always" if source == "always" else "for this session"
+                if source == "always":  # saved: by a click or a user's cell (store)
+                    verb = "allows" if approved else "denies"
+                    reason = f"a saved 'always' rule {verb} {tool_name}"
+                else:
+                    verb = "approved" if approved else "denied"
+                    reason = f"the user {verb} {tool_name} for this session"
                 return PolicyDecision(
                     "allow" if approved else "deny",
-                    f"the user {verb} {tool_name} {scope_text}",
+                    reason,
                     source,  # type: ignore[arg-type]
                 )
         for rule in self.rules:
@@ -189,8 +198,21 @@ class GateOutcome:
     reason: str | None
 
 
-DecidedBy: TypeAlias = Literal["user", "policy", "timeout", "abort", "error"]
+DecidedBy: TypeAlias = Literal["user", "policy", "rule", "timeout", "abort", "error"]
+"""Who decided, as the audit records it: ``user`` a click, ``policy`` a configured mode or
+tool rule (``--approve``, headless), ``rule`` a remembered decision ("always" or "for this
+session") that matched; the others: no decision was made."""
 EmitFn: TypeAlias = Callable[[ApprovalRequested | ApprovalResolved], Awaitable[None]]
+
+
+@dataclass(slots=True)
+class _Asking:
+    """One question open at the approver; ``settled`` gets the decision of another call
+    of the same tool that was made for the session or always."""
+
+    tool_name: str
+    answer: asyncio.Future[Decision]
+    settled: asyncio.Future[Decision]
 
 
 @dataclass
@@ -200,6 +222,12 @@ class ApprovalGate:
     policy: ApprovalPolicy = field(default_factory=ApprovalPolicy)
     approver: Approver = field(default_factory=PolicyOnly)
     timeout: float | None = None
+    _asking: dict[str, _Asking] = field(default_factory=dict, init=False, repr=False)
+
+    def would_ask(self, tool_name: str, args: Mapping[str, Any], *, side_effects: bool) -> bool:
+        """Whether :meth:`check` would ask the approver now (the policy's answer is
+        "ask"): the tool batch asks every such call of a batch at once."""
+        return self.policy.decide(tool_name, args, side_effects=side_effects).action == "ask"
 
     async def check(
         self,
@@ -216,18 +244,21 @@ class ApprovalGate:
         resolved = _Resolved(emit, call_id, tool_name)
         decision = self.policy.decide(tool_name, args, side_effects=side_effects)
         remembered: Scope = decision.source if decision.source in ("session", "always") else "once"
+        by: DecidedBy = "rule" if remembered != "once" else "policy"
         if decision.action == "allow":
             if decision.source != "default":
-                await resolved(True, "policy", decision.reason, remembered)
+                await resolved(True, by, decision.reason, remembered)
             return GateOutcome(True, None, None)
         if decision.action == "deny":
-            await resolved(False, "policy", decision.reason, remembered)
+            await resolved(False, by, decision.reason, remembered)
             return GateOutcome(False, None, decision.reason)
         request = ApprovalRequest(call_id, tool_name, args, decision.reason)
         answer = await self._ask(request, emit, signal, resolved)
         if isinstance(answer, GateOutcome):
             return answer
         self.policy.remember(tool_name, isinstance(answer, Approved), answer.scope)
+        if answer.scope != "once":
+            self._settle_others(tool_name, answer)
         if isinstance(answer, Approved):
             await resolved(True, answer.decided_by, None, answer.scope)
             return GateOutcome(True, answer.override_args, None)
@@ -248,7 +279,20 @@ class ApprovalGate:
                     reason=request.reason,
                 )
             )
-            return await await_within(self.approver(request, signal), self.timeout)
+            answer = asyncio.ensure_future(
+                await_within(self.approver(request, signal), self.timeout)
+            )
+            asking = _Asking(request.tool_name, answer, asyncio.get_running_loop().create_future())
+            self._asking[request.call_id] = asking
+            try:
+                await asyncio.wait({answer, asking.settled}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                self._asking.pop(request.call_id, None)
+                if not answer.done():
+                    answer.cancel()
+            if not answer.done():
+                return await self._settled(request, asking.settled.result(), resolved)
+            return answer.result()
         except asyncio.CancelledError:
             await resolved(False, "abort", "the run was stopped")
             raise
@@ -260,6 +304,26 @@ class ApprovalGate:
             reason = f"the approval could not be asked ({type(error).__name__}: {error})"
             await resolved(False, "error", reason)
             return GateOutcome(False, None, reason)
+
+    def _settle_others(self, tool_name: str, decision: Decision) -> None:
+        """``decision`` (for the session or always) answers the questions still open
+        about ``tool_name``."""
+        for asking in self._asking.values():
+            if asking.tool_name == tool_name and not asking.settled.done():
+                asking.settled.set_result(decision)
+
+    @staticmethod
+    async def _settled(
+        request: ApprovalRequest, decision: Decision, resolved: _Resolved
+    ) -> GateOutcome:
+        """A question another call's decision answered: resolved as the policy would
+        have answered it after that decision (no override arguments carried over)."""
+        approved = isinstance(decision, Approved)
+        verb = "approved" if approved else "denied"
+        scope_text = "always" if decision.scope == "always" else "for this session"
+        reason = f"the user {verb} {request.tool_name} {scope_text}"
+        await resolved(approved, "rule", reason, decision.scope)  # a remembered decision
+        return GateOutcome(approved, None, None if approved else reason)
 
 
 class _Resolved:

@@ -24,7 +24,7 @@ from mibyan_jupyter.core.notices import RetryNotice
 from mibyan_jupyter.core.signal import AbortSignal
 from mibyan_jupyter.core.stream import ModelRequest, StreamEvent
 from mibyan_jupyter.providers.credentials import read_key
-from mibyan_jupyter.providers.errors import ProviderError
+from mibyan_jupyter.providers.errors import ProviderError, at_endpoint
 from mibyan_jupyter.providers.http_call import Attempt, stream_once
 from mibyan_jupyter.providers.pricing import PriceTable
 from mibyan_jupyter.providers.retry import RetryPolicy
@@ -219,7 +219,8 @@ class ModelAttempts:
             return notice, False
         policy = self.client.retry
         if not policy.should_retry(error, attempt):
-            self.error, self.spent = error, used
+            url = self.spec.base_url + self.adapter.path
+            self.error, self.spent = at_endpoint(error, url), used
             return None, False
         notice = RetryNotice(
             attempt=attempt,

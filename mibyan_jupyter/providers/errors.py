@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
+from mibyan_jupyter.secrets import REDACT
+
 ErrorKind: TypeAlias = Literal[
     "auth",
     "billing",
@@ -180,3 +182,33 @@ def classify_stream_error(message: str, code: str | None = None) -> ErrorKind:
     if _BILLING.search(text):
         return "billing"
     return "server_error"
+
+
+_ADVICE: dict[ErrorKind, str] = {
+    "connection": "is the server running and the base URL right?",
+    "timeout": "the server did not answer in time; try again, or raise the timeout",
+    "auth": "check the API key",
+    "billing": "check the account's quota or billing",
+    "rate_limit": "wait a moment, or use --fallback",
+    "overloaded": "try again later, or use --fallback",
+    "server_error": "try again later, or use --fallback",
+    "model_not_found": "check the model name (--model)",
+}
+_USERINFO = re.compile(r"//[^/@]*@")
+
+
+def endpoint_text(url: str) -> str:
+    """``url`` as safe to show: no user and password, no query string (keys hide there
+    too), known secrets redacted."""
+    return REDACT(_USERINFO.sub("//", url.split("?", 1)[0].split("#", 1)[0]))
+
+
+def at_endpoint(error: ProviderError, url: str) -> ProviderError:
+    """The error of a call that failed for good, naming the endpoint it failed at and what
+    to do (one line for the cell: "connection: ConnectError" alone said neither)."""
+    if error.kind not in _ADVICE or "(POST " in error.message:
+        return error
+    message = f"{error.message} (POST {endpoint_text(url)}; {_ADVICE[error.kind]})"
+    return ProviderError(
+        error.kind, message, status=error.status, retry_after=error.retry_after, code=error.code
+    )

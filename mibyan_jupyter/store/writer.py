@@ -72,7 +72,7 @@ from mibyan_jupyter.core.notices import (
 )
 from mibyan_jupyter.store import writer_ops as ops
 from mibyan_jupyter.store.db import Database, StoreError
-from mibyan_jupyter.store.lane import RETRY_S, Op, Reports, WriteLane
+from mibyan_jupyter.store.lane import RETRY_S, After, Op, Reports, WriteLane
 from mibyan_jupyter.store.records import index_pending, new_id
 from mibyan_jupyter.store.writer_ops import ModelCall, provider_label
 
@@ -175,6 +175,14 @@ class StoreWriter:
         if self._lane.stopped is None:
             self._lane.submit(self._guarded(op))
 
+    def bill(self, usage: Usage, model: str | None = None) -> None:
+        """A ledger row for a model call made outside the loop's events (the memory
+        flushes): queued on the lane like every write, so a session's cost stays the sum
+        of its ledger rows (docs/architecture.md, "Budgets")."""
+        op = self._billed(usage, model)
+        if op is not None:
+            self.write(op)
+
     def hold(self, fence: Fence) -> None:
         """Guard every write from now on with ``fence`` (the session's lease)."""
         self.fence = fence
@@ -237,8 +245,11 @@ class StoreWriter:
                 self._awaiting.clear()
                 return ops.status(self.session_id, "running")
             case CompactionNotice():
+                # The summary call's ledger row lands in the parent (the session that paid
+                # for it), in the same transaction as the move to the child.
+                billed = self._billed(event.usage, None)
                 self._call = ModelCall()
-                return self._compacted(event)
+                return _together(billed, self._compacted(event))
             case TurnStart():
                 self._call = ModelCall()
             case MessageEnd(message=AssistantMessage() as message):
@@ -348,3 +359,21 @@ class StoreWriter:
         self._awaiting.discard(event.call_id)
         last = was_awaiting and not self._awaiting
         return ops.approval_resolved(self.session_id, event, last_pending=last)
+
+
+def _together(first: Op | None, second: Op | None) -> Op | None:
+    """Two writes as one (one transaction, in order); what each needs after the commit
+    runs in the same order."""
+    if first is None or second is None:
+        return first or second
+
+    def run(conn: sqlite3.Connection) -> After | None:
+        afters = [after for after in (first(conn), second(conn)) if after is not None]
+
+        def committed() -> None:
+            for after in afters:
+                after()
+
+        return committed if afters else None
+
+    return run

@@ -382,7 +382,7 @@ async def test_approval_scopes(scope: str, asked: int) -> None:
     resolved = recorder.of(ApprovalResolved)
     assert [e.call_id for e in resolved] == ["w1", "w2", "w3"]
     assert all(e.approved for e in resolved)
-    assert [e.decided_by for e in resolved] == ["user"] * asked + ["policy"] * (3 - asked)
+    assert [e.decided_by for e in resolved] == ["user"] * asked + ["rule"] * (3 - asked)
     assert resolved[0].scope == scope
     assert persisted == ([("write", True)] if scope == "always" else [])
     assert gate.policy.session == ({"write": True} if scope == "session" else {})
@@ -406,7 +406,7 @@ async def test_session_denial_is_not_asked_again() -> None:
     assert second.is_error
     assert "for this session" in str(second.content)
     resolved = recorder.of(ApprovalResolved)
-    assert [(r.call_id, r.decided_by) for r in resolved] == [("w1", "user"), ("w2", "policy")]
+    assert [(r.call_id, r.decided_by) for r in resolved] == [("w1", "user"), ("w2", "rule")]
 
 
 async def test_approval_timeout_in_the_loop() -> None:
@@ -516,7 +516,7 @@ async def test_read_only_tools_run_without_asking() -> None:
     assert not recorder.of(ApprovalResolved)
 
 
-async def test_approvals_in_a_parallel_batch_are_asked_one_at_a_time_and_keep_call_order() -> None:
+async def test_approvals_in_a_parallel_batch_are_asked_at_once_and_keep_call_order() -> None:
     written: list[str] = []
     order: list[str] = []
 
@@ -545,7 +545,7 @@ async def test_approvals_in_a_parallel_batch_are_asked_one_at_a_time_and_keep_ca
     )
     added = await agent.prompt("three")
     check_grammar(recorder.events)
-    assert order == ["ask w1", "answer w1", "ask w2", "answer w2", "ask w3", "answer w3"]
+    assert order == ["ask w1", "ask w2", "ask w3", "answer w1", "answer w2", "answer w3"]
     assert sorted(written) == ["a", "c"]
     tool_messages = [m for m in added if isinstance(m, ToolMessage)]
     assert [m.tool_call_id for m in tool_messages] == ["w1", "w2", "w3"]

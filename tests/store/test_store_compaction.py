@@ -17,6 +17,7 @@ from mibyan_jupyter.core.messages import (
     Message,
     ToolCall,
     ToolMessage,
+    Usage,
     UserMessage,
 )
 from mibyan_jupyter.core.notices import CompactionNotice
@@ -159,3 +160,30 @@ async def test_the_lease_moves_with_the_session(store: SessionStore, tmp_path: P
         assert token is None
     finally:
         keeper.close()
+
+
+async def test_the_summary_call_of_a_compaction_is_billed_to_the_parent(
+    store: SessionStore,
+) -> None:
+    """What the compaction's summary call used is a ledger row of the session that paid
+    for it (the parent), written with the move to the child: a session's cost is the sum
+    of its ledger rows, compactions included."""
+    parent = store.create("sales", model="openai:gpt-4.1-mini")
+    writer = StoreWriter(store.db, parent.id)
+    history = conversation(3)
+    await writer(AgentStart())
+    await feed(writer, history)
+    used = Usage(input=900, output=120, cost=0.0123)
+    notice = CompactionNotice(
+        messages_before=7, messages_after=4, messages=compacted(history), usage=used
+    )
+    await writer(notice)
+    await writer(AgentEnd(messages=()))
+    assert writer.drain(5)
+    query = (
+        "SELECT session_id, message_seq, input_tokens, output_tokens, cost FROM usage_ledger"
+        " WHERE message_seq IS NULL"
+    )
+    rows = store.db.conn.execute(query).fetchall()
+    assert rows == [(parent.id, None, 900, 120, 0.0123)]
+    assert writer.session_id != parent.id, "later writes go to the child"

@@ -153,9 +153,13 @@ class UserAtTheButtons:
         self.probe = probe
         self.answers = list(answers)
         self.pending: list[tuple[str, str, str, bool]] = []
+        self.asked = 0
 
     async def __call__(self, request: ApprovalRequest, signal: AbortSignal) -> Decision:
-        await asyncio.sleep(0.02)
+        # A batch's questions are open at once: answer them 40 ms apart, in the order
+        # asked, so each decision is written before the next one is made.
+        order, self.asked = self.asked, self.asked + 1
+        await asyncio.sleep(0.02 + 0.04 * order)
         status, requested_at = self.probe.reader.execute(
             "SELECT status, requested_at FROM tool_calls WHERE call_id = ?", (request.call_id,)
         ).fetchone()
@@ -278,13 +282,14 @@ async def test_a_run_is_recorded_as_it_happens(db: Database, reader: sqlite3.Con
         ("w1", "awaiting_approval", "awaiting_approval", True),
         ("w2", "awaiting_approval", "awaiting_approval", True),
     ]
-    # Approvals are prepared in call order: w1 asked, d1 denied by policy, w2 asked.
+    # A batch's questions are open at once: w1 asked, d1 denied by policy, w2 asked; the
+    # session waits until the last open one (w2) is decided.
     assert probe.seen == [
         ("agent_start", "running"),
         ("approval_requested", "awaiting_approval"),
-        ("approval_resolved", "running"),
-        ("approval_resolved", "running"),
+        ("approval_resolved", "awaiting_approval"),
         ("approval_requested", "awaiting_approval"),
+        ("approval_resolved", "awaiting_approval"),
         ("approval_resolved", "running"),
         ("agent_end", "idle"),
         ("agent_start", "running"),

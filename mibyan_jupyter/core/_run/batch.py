@@ -1,11 +1,18 @@
 """Running the tool calls of one assistant message: prepare, execute, finalize.
 
-Preparation is always one call at a time (lookup, ``prepare_arguments``, JSON and schema
+Preparation is one call at a time (lookup, ``prepare_arguments``, JSON and schema
 validation, ``before_tool_call``, approval); a call rejected there gets its error result at
 once and keeps its place. Then, in ``parallel`` mode, the allowed calls run concurrently
 (async tools awaited, sync tools in a bounded thread pool) and their ToolExecutionEnd
 events arrive in completion order, while the result messages follow in call order. A tool
 flagged ``sequential`` makes its whole batch sequential.
+
+Approvals are the exception to "one at a time": every call the policy would ask about
+(``ApprovalGate.would_ask``) is started and prepared at once, in a task of its own, so all
+of a batch's questions are open together and can be answered in any order. In a parallel
+batch such a call runs as soon as it is approved; in a sequential batch the calls still
+run one at a time in call order, each once it is decided, and a call nobody is asked about
+starts only when its turn comes (docs/architecture.md, "One `%%agent` cell, end to end").
 
 Every call of the batch gets exactly one result, also when the batch is aborted: calls
 that had not finished get "cancelled by the user" (a sync tool's thread cannot be killed;
@@ -24,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from typing import Any
 
 from mibyan_jupyter.core.events import (
     MessageEnd,
@@ -60,7 +68,7 @@ class ToolBatch:
         self._emit = scope.emit
         self._signal = scope.signal
         self._started: set[str] = set()
-        self._tasks: list[asyncio.Task[ToolMessage]] = []
+        self._tasks: list[asyncio.Task[Any]] = []
         self.finished: dict[str, ToolMessage] = {}
         """Results by call id, recorded before their ToolExecutionEnd is emitted."""
         self.cancelled_externally = False
@@ -120,27 +128,62 @@ class ToolBatch:
     # -- sequential -------------------------------------------------------------------
 
     async def _run_sequential(self) -> list[ToolMessage]:
+        calls = self._message.tool_calls
+        ahead = await self._ask_ahead(calls)
         messages: list[ToolMessage] = []
-        for call in self._message.tool_calls:
+        for call in calls:
+            early = ahead.get(call.id)
             try:
                 if self._stopping:
-                    outcome = Outcome(call, error_result(CANCELLED))
+                    outcome = await self._abandon(call, early)
                 else:
-                    await self._start(call)
-                    prepared = await self._prepare(call)
+                    if call.id not in self._started:
+                        await self._start(call)
+                    prepared = await (early or self._prepare_guarded(call))
                     outcome = (
                         prepared if isinstance(prepared, Outcome) else await self._execute(prepared)
                     )
             except asyncio.CancelledError:
                 self._note_cancel()
-                outcome = Outcome(call, error_result(CANCELLED))
+                outcome = await self._abandon(call, early)
             except KeyboardInterrupt:
                 self._interrupt()
-                outcome = Outcome(call, error_result(CANCELLED))
+                outcome = await self._abandon(call, early)
             if call.id not in self._started:
                 await self._start(call)
             messages.append(await self._emit_result(await self._finish(outcome)))
         return messages
+
+    async def _ask_ahead(
+        self, calls: Sequence[ToolCall]
+    ) -> dict[str, asyncio.Task[Prepared | Outcome]]:
+        """Start and prepare, each in a task, the calls the policy would ask about, so
+        their questions are all open before the first call runs."""
+        ahead: dict[str, asyncio.Task[Prepared | Outcome]] = {}
+        try:
+            for call in calls:
+                if self._stopping:
+                    break
+                if self._asks(call):
+                    await self._start(call)
+                    ahead[call.id] = task = asyncio.ensure_future(self._prepare_guarded(call))
+                    self._tasks.append(task)
+        except asyncio.CancelledError:
+            self._note_cancel()
+        return ahead
+
+    async def _abandon(
+        self, call: ToolCall, early: asyncio.Task[Prepared | Outcome] | None
+    ) -> Outcome:
+        """The batch stops before ``call`` ran: its open question is resolved (its task
+        cancelled and awaited); a rejection it already had is kept."""
+        if early is not None:
+            if not early.done():
+                early.cancel()
+            await asyncio.wait({early})
+            if not early.cancelled() and isinstance(outcome := early.result(), Outcome):
+                return outcome
+        return Outcome(call, error_result(CANCELLED))
 
     # -- parallel ---------------------------------------------------------------------
 
@@ -153,13 +196,16 @@ class ToolBatch:
                 if self._stopping:
                     slots[index] = await self._finish(Outcome(call, error_result(CANCELLED)))
                     continue
-                prepared = await self._prepare(call)
-                if isinstance(prepared, Outcome):
-                    slots[index] = await self._finish(prepared)
+                if self._asks(call):  # asked now, run once approved
+                    task = asyncio.ensure_future(self._prepare_and_finish(call))
                 else:
+                    prepared = await self._prepare(call)
+                    if isinstance(prepared, Outcome):
+                        slots[index] = await self._finish(prepared)
+                        continue
                     task = asyncio.ensure_future(self._execute_and_finish(prepared))
-                    self._tasks.append(task)
-                    slots[index] = task
+                self._tasks.append(task)
+                slots[index] = task
             if self._tasks:
                 await asyncio.gather(*self._tasks)
         except asyncio.CancelledError:
@@ -190,6 +236,21 @@ class ToolBatch:
                     await self._start(call)
                 slots[index] = await self._finish(Outcome(call, error_result(CANCELLED)))
 
+    async def _prepare_and_finish(self, call: ToolCall) -> ToolMessage:
+        """A call that waits for its approval in its own task, then runs."""
+        try:
+            prepared = await self._prepare(call)
+        except asyncio.CancelledError:
+            return await self._finish(Outcome(call, error_result(CANCELLED)))
+        except KeyboardInterrupt:  # caught here: a task would re-raise it out of the loop
+            self._interrupt()
+            return await self._finish(Outcome(call, error_result(CANCELLED)))
+        if isinstance(prepared, Outcome):
+            return await self._finish(prepared)
+        if self._stopping:
+            return await self._finish(Outcome(call, error_result(CANCELLED)))
+        return await self._execute_and_finish(prepared)
+
     async def _execute_and_finish(self, prepared: Prepared) -> ToolMessage:
         try:
             outcome = await self._execute(prepared)
@@ -210,6 +271,29 @@ class ToolBatch:
 
     async def _prepare(self, call: ToolCall) -> Prepared | Outcome:
         return await prepare_call(call, self._message, self._scope)
+
+    async def _prepare_guarded(self, call: ToolCall) -> Prepared | Outcome:
+        """Preparation that may run in a task: ``KeyboardInterrupt`` becomes the
+        interruption of the batch (a task would re-raise it out of the loop)."""
+        try:
+            return await self._prepare(call)
+        except KeyboardInterrupt:
+            self._interrupt()
+            return Outcome(call, error_result(CANCELLED))
+
+    def _asks(self, call: ToolCall) -> bool:
+        """Whether the approval policy would ask about ``call`` (judged on its arguments
+        as sent: a hook that changes them may change the answer, which only moves when
+        the question is put)."""
+        gate, tool = self._scope.config.approval, self._scope.tools.get(call.function.name)
+        if gate is None or tool is None:
+            return False
+        args = display_args(call)
+        return gate.would_ask(
+            call.function.name,
+            args if isinstance(args, dict) else {},
+            side_effects=tool.side_effects,
+        )
 
     async def _execute(self, prepared: Prepared) -> Outcome:
         return await execute(prepared, self._message, self._scope)

@@ -1,7 +1,9 @@
 """Who answers an approval inside the kernel: the buttons of the cell's view, or, when no
 front end is there to click them, the policy.
 
-Clicks arrive while the cell awaits its run (ipykernel
+The questions of one batch are all open at once (docs/architecture.md, "One `%%agent`
+cell, end to end"), each with its own future here, answered in any order by a click on
+its card or by "Approve all". Clicks arrive while the cell awaits its run (ipykernel
 >= 7.4), possibly on another thread, so they only ever resolve a future through
 ``call_soon_threadsafe``; the wait is cut in short slices so Kernel > Interrupt is honoured
 at once. Headless runs (nbclient, nbconvert, papermill) have no front end: the view's
@@ -91,13 +93,15 @@ class CellApprover:
         if remaining > 0:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._rendered.wait(), remaining)
-        self.headless = not self._rendered.is_set()
-        if self.headless:
+        if self._rendered.is_set():
+            return True
+        if not self.headless:  # once, though a batch's questions all waited here together
+            self.headless = True
             self._view.show_notice(
                 "No front end answered (headless run): approvals are decided by the policy.",
                 level="warning",
             )
-        return not self.headless
+        return False
 
     async def __call__(self, request: ApprovalRequest, signal: AbortSignal) -> Decision:
         if not await self._front_end_present():

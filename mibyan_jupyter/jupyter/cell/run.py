@@ -11,6 +11,7 @@ a one-line :class:`AgentInterrupted` (docs/architecture.md, "Running inside the 
 from __future__ import annotations
 
 import asyncio
+import logging
 import sys
 import time
 from typing import TYPE_CHECKING, Any
@@ -19,6 +20,7 @@ from mibyan_jupyter.core.events import AgentEnd
 from mibyan_jupyter.jupyter.cell.approver import approval_gate
 from mibyan_jupyter.jupyter.cell.cell_plan import CellPlan
 from mibyan_jupyter.jupyter.cell.context import flush_after_run, session_results
+from mibyan_jupyter.jupyter.cell.failures import AgentFailed, failure_line, internal_line
 from mibyan_jupyter.jupyter.cell.options import CellOptions, parse_cell_line
 from mibyan_jupyter.jupyter.cell.plan import configure_agent, plan_from_options, session_config
 from mibyan_jupyter.jupyter.cell.queued import (
@@ -29,6 +31,7 @@ from mibyan_jupyter.jupyter.cell.queued import (
 )
 from mibyan_jupyter.jupyter.cell.sessions import claim_session, open_session, user_facing
 from mibyan_jupyter.jupyter.kernel_tools import risk_note
+from mibyan_jupyter.jupyter.kernel_tools.live import LIVE, STOPS
 from mibyan_jupyter.jupyter.state import (
     ActiveRun,
     KernelState,
@@ -186,6 +189,7 @@ async def _run(
         view=view,
         notebook=notebook_path(),
         results=results,
+        on_usage=writer.bill,
     )
     view.read_results_from(results)  # a spilled result's card loads its full text
     follower = HeaderFollower(view, loop)
@@ -200,6 +204,7 @@ async def _run(
 
     def stop_elsewhere() -> None:  # the view's callback: any thread
         loop.call_soon_threadsafe(stop)
+        STOPS.request_stop()  # code blocking the loop: interrupt it (kernel_tools/live.py)
 
     def store_news(_event: object) -> None:  # the writer failed, recovered, lost the lease
         nonlocal told
@@ -210,14 +215,21 @@ async def _run(
     added = RunMessages(agent)
     view.on_stop(stop_elsewhere)
     unsubscribe = [agent.subscribe(view), agent.subscribe(store_news), agent.subscribe(added)]
+    STOPS.take_interrupts()  # count this run's only
+    detach_live = LIVE.attach(view.tool_output)  # tools' output to their cards, live
     task = loop.create_task(agent.prompt(prompt))
     state.begin_run(
         ActiveRun(handle.session_id, notebook_path(), task, view, time.time(), plan.model.label)
     )
     interrupted = False
+    internal: Exception | None = None
     try:
         interrupted = await _await_run(task, agent)
+        interrupted = STOPS.take_interrupts() > 0 or interrupted  # in a tool: red line too
+    except Exception as error:  # a bug of ours inside the run: one line, not a traceback
+        internal = error
     finally:
+        detach_live()
         stop_following()  # the view follows the session only during its run
         for undo in unsubscribe:
             undo()
@@ -231,13 +243,20 @@ async def _run(
             status = _status(agent.state.last_end_reason, stopped=stopped, interrupted=interrupted)
             view.finish(added.messages(), status=status)
     if not interrupted:  # memory is flushed when a run changed something ("Memory")
-        kept = await flush_after_run(plan, agent.state.last_end_reason, added.messages())
+        kept = await flush_after_run(
+            plan, agent.state.last_end_reason, added.messages(), on_usage=writer.bill
+        )
         if kept:
             print(f"mibyan: remembered {len(kept)} fact(s): " + "; ".join(kept))
     if interrupted:
         raise AgentInterrupted(
             "the run was interrupted (Kernel > Interrupt); the conversation so far is saved"
         )
+    if internal is not None:
+        logging.getLogger(__name__).error("the run failed", exc_info=internal)  # the log keeps it
+        raise AgentFailed(internal_line(internal))
+    if agent.state.last_end_reason == "error":  # a provider or internal error: Run All stops
+        raise AgentFailed(failure_line(added.messages()))
 
 
 class RunMessages:

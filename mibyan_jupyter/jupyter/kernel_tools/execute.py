@@ -11,11 +11,16 @@ code goes through ``shell.transform_cell`` first.
 Tracebacks start at the code's own first frame: the model and the user need the failing
 line of the code, not this module's ``exec``. The code is registered in ``linecache``
 under a unique ``<agent-python-N>`` name, so traceback lines show its source.
+
+With ``fds`` what child processes and C code write to fds 1 and 2 is captured too
+(``fd_capture.py``), into the same outputs; ``echo`` sees every stream write as it happens
+(the tool card's live output).
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
 import io
 import itertools
 import linecache
@@ -26,7 +31,13 @@ from types import CodeType
 from typing import Any
 
 from mibyan_jupyter.jupyter.kernel_tools import figures
-from mibyan_jupyter.jupyter.kernel_tools.capture import OutputLog, capturing, display_shells
+from mibyan_jupyter.jupyter.kernel_tools.capture import (
+    Echo,
+    OutputLog,
+    capturing,
+    display_shells,
+)
+from mibyan_jupyter.jupyter.kernel_tools.fd_capture import capturing_fds
 
 FILENAME_PREFIX = "<agent-python-"
 _numbers = itertools.count(1)
@@ -54,9 +65,17 @@ class Execution:
         return found
 
 
-def run_code(code: str, namespace: dict[str, Any], *, shell: Any | None = None) -> Execution:
+def run_code(
+    code: str,
+    namespace: dict[str, Any],
+    *,
+    shell: Any | None = None,
+    echo: Echo | None = None,
+    fds: bool = False,
+) -> Execution:
     """Run ``code`` synchronously in ``namespace`` (globals and locals), on this thread."""
     log = OutputLog()
+    log.echo = echo
     execution = Execution()
     source = _transformed(code, shell)
     filename = f"{FILENAME_PREFIX}{next(_numbers)}>"
@@ -64,7 +83,8 @@ def run_code(code: str, namespace: dict[str, Any], *, shell: Any | None = None) 
     linecache.cache[filename] = (len(shown_lines), None, shown_lines.splitlines(True), filename)
     before = figures.open_figures()
     shown: frozenset[int] = frozenset()
-    with capturing(log, display_shells(shell)):
+    descriptors = capturing_fds(log.stream) if fds else contextlib.nullcontext(False)
+    with descriptors as captured, capturing(log, display_shells(shell), fds=captured):
         try:
             body, last = _compile(source, filename)
             exec(body, namespace)

@@ -7,7 +7,11 @@ see it: an agent's ``while True: pass`` could not be interrupted. So for the dur
 such a tool, SIGINT raises ``KeyboardInterrupt`` again, as in an ordinary cell; the tool
 stops, returns an error result (the transcript stays valid) and reports the interrupt:
 to ``on_interrupt`` when the caller gave one (it cancels the run), else to the handler that
-was replaced (ipykernel's, which cancels the cell as usual).
+was replaced (ipykernel's, which cancels the cell as usual). Either way the interrupt is
+counted on :data:`.live.STOPS`, so the cell ends with its red line and Run All stops.
+
+Stop during such a tool arrives as the same SIGINT (sent by :meth:`.live.StopLine.request_stop`
+from the click's thread); :func:`stopped` is its result, and the run ends "stopped".
 """
 
 from __future__ import annotations
@@ -20,10 +24,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from mibyan_jupyter.core.tools import ToolResult
+from mibyan_jupyter.jupyter.kernel_tools.live import STOPS
 
 INTERRUPTED = (
     "Interrupted by the user (Kernel > Interrupt): the tool was stopped before it finished."
 )
+STOPPED = "Stopped by the user (the Stop button): the tool was stopped before it finished."
 
 
 @dataclass
@@ -50,6 +56,7 @@ def interruptible() -> Iterator[Replaced]:
 
 def report(on_interrupt: Callable[[], None] | None, replaced: Replaced) -> None:
     """Tell whoever should stop the run that the user interrupted."""
+    STOPS.count_interrupt()
     if on_interrupt is not None:
         on_interrupt()
     elif callable(replaced.handler) and replaced.handler is not signal.default_int_handler:
@@ -62,3 +69,8 @@ def interrupted(
     """Report the interrupt and make the tool's error result."""
     report(on_interrupt, replaced)
     return ToolResult(content=INTERRUPTED, details=details or None, is_error=True)
+
+
+def stopped(**details: object) -> ToolResult:
+    """The result of a tool the Stop button ended (the run itself is aborted by Stop)."""
+    return ToolResult(content=STOPPED, details={**details, "stopped": True}, is_error=True)

@@ -12,7 +12,10 @@ What it returns, and to whom:
 Why an async tool: async tools run on the event loop thread, and the code must run there,
 like a cell (matplotlib, the display machinery and most user objects are not thread-safe).
 The code itself runs synchronously: the kernel is busy while it runs, as with a cell, and
-Kernel > Interrupt stops it (see ``interrupts.py``).
+Kernel > Interrupt stops it (see ``interrupts.py``). What it prints, at the file-descriptor
+level too (``os.system``, subprocesses, C code: ``fd_capture.py``), is in the result and goes
+live to the card through :data:`.live.LIVE`; the Stop button interrupts it through
+:data:`.live.STOPS` (the loop thread is the blocked one, so no event could carry either).
 """
 
 from __future__ import annotations
@@ -21,14 +24,17 @@ from collections.abc import Callable
 from typing import Any
 
 from mibyan_jupyter.core.messages import ImagePart, ImageUrl, TextPart
-from mibyan_jupyter.core.tools import Tool, ToolResult, tool
+from mibyan_jupyter.core.tools import Tool, ToolContext, ToolResult, tool
 from mibyan_jupyter.jupyter.kernel_tools.execute import Execution, run_code
 from mibyan_jupyter.jupyter.kernel_tools.interrupts import (
     INTERRUPTED,
+    STOPPED,
     interrupted,
     interruptible,
     report,
+    stopped,
 )
+from mibyan_jupyter.jupyter.kernel_tools.live import LIVE, STOPS
 from mibyan_jupyter.jupyter.kernel_tools.text import for_model
 from mibyan_jupyter.secrets import REDACT
 
@@ -44,7 +50,7 @@ def python_tools(
     on_interrupt: Callable[[], None] | None,
 ) -> list[Tool]:
     @tool(sequential=True)
-    async def run_python(code: str) -> ToolResult:
+    async def run_python(ctx: ToolContext, code: str) -> ToolResult:
         """Run Python code in the user's Jupyter kernel, in the notebook's own namespace: the
         user's variables are available and what you define stays defined. Like a notebook
         cell, it returns what the code prints, the value of its last expression, display()
@@ -55,24 +61,31 @@ def python_tools(
             code: Python source, as in a notebook cell (IPython syntax such as %timeit or
                 !ls works when run inside Jupyter).
         """
+
+        echo = LIVE.writer(ctx.call_id)  # the card's live output (None: no view)
         with interruptible() as replaced:
             try:
-                execution = run_code(code, namespace, shell=shell)
+                with STOPS.blocking():
+                    execution = run_code(code, namespace, shell=shell, echo=echo, fds=True)
+                    by_stop = STOPS.stopping()
             except KeyboardInterrupt:  # outside the code itself (rendering a figure...)
+                if STOPS.stopping():
+                    return stopped(code=code)
                 return interrupted(on_interrupt, replaced, code=code)
-        if execution.interrupted:
+        if execution.interrupted and not by_stop:
             report(on_interrupt, replaced)
-        return python_result(code, execution)
+        return python_result(code, execution, stopped=by_stop and execution.interrupted)
 
     return [run_python]
 
 
-def python_result(code: str, execution: Execution) -> ToolResult:
-    """The tool result of one run (see the module docstring)."""
+def python_result(code: str, execution: Execution, *, stopped: bool = False) -> ToolResult:
+    """The tool result of one run (see the module docstring); ``stopped``: the Stop button
+    interrupted it (the details say so, and the card shows "stopped")."""
     outputs = [_redacted(output) for output in execution.outputs]
     text = model_text(outputs)
     if execution.interrupted:
-        text = f"{INTERRUPTED}\n{text}"
+        text = f"{STOPPED if stopped else INTERRUPTED}\n{text}"
     text = for_model(text)
     images = execution.images
     content: str | tuple[TextPart | ImagePart, ...] = text
@@ -85,11 +98,10 @@ def python_result(code: str, execution: Execution) -> ToolResult:
         if len(images) > MODEL_IMAGES:
             parts.append(TextPart(text=f"({len(images) - MODEL_IMAGES} more images not sent)"))
         content = tuple(parts)
-    return ToolResult(
-        content=content,
-        details={"code": code, "outputs": outputs},
-        is_error=execution.error is not None,
-    )
+    details: dict[str, object] = {"code": code, "outputs": outputs}
+    if stopped:
+        details["stopped"] = True
+    return ToolResult(content=content, details=details, is_error=execution.error is not None)
 
 
 def model_text(outputs: list[dict[str, Any]]) -> str:

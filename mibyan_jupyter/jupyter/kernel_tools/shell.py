@@ -8,11 +8,17 @@ memory. The environment is passed on as is (commands need PATH, virtualenvs, cre
 of their own), but nothing the tool returns echoes it and known secrets are redacted from
 the output. stdin is closed, so a command waiting for input fails instead of hanging.
 POSIX only, like the kernels this runs in.
+
+While it runs, each piece of output goes to ``on_update`` as it arrives, as a chunk
+(``ToolResult(content=text, details={"stream": "stdout"})``; the live view shows chunks on
+the card, throttled and redacted there): the loop is free while a command runs, so the
+event stream carries them, unlike ``run_python``'s (``live.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import codecs
 import contextlib
 import os
 import shutil
@@ -32,7 +38,6 @@ DRAIN_SECONDS = 1.0
 """How long to wait for output after the command exits (background jobs holding it)."""
 GRACE_SECONDS = 1.0
 """Between SIGTERM and SIGKILL on a timeout."""
-UPDATE_SECONDS = 0.5
 
 
 class _Output:
@@ -74,14 +79,14 @@ class _Protocol(asyncio.SubprocessProtocol):
         self.closed: asyncio.Future[None] = loop.create_future()
         self._output = output
         self._ctx = ctx
-        self._last_update = loop.time()
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
 
     def pipe_data_received(self, fd: int, data: bytes | str) -> None:
-        self._output.add(data if isinstance(data, bytes) else data.encode())
-        now = asyncio.get_running_loop().time()
-        if now - self._last_update >= UPDATE_SECONDS:
-            self._last_update = now
-            self._ctx.on_update(ToolResult(content=for_model(self._output.text())))
+        chunk = data if isinstance(data, bytes) else data.encode()
+        self._output.add(chunk)
+        text = self._decoder.decode(chunk)
+        if text:  # a chunk of the card's live output (stdout and stderr are merged)
+            self._ctx.on_update(ToolResult(content=text, details={"stream": "stdout"}))
 
     def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
         if not self.closed.done():

@@ -20,7 +20,7 @@ import dataclasses
 import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from mibyan_jupyter.core.approval import Approved, Decision, Denied, Scope
 from mibyan_jupyter.core.events import AgentEvent, MessageEnd, ToolExecutionEnd
@@ -45,12 +45,15 @@ from mibyan_jupyter.jupyter.view.ops import (
 )
 from mibyan_jupyter.jupyter.view.outbox import INTERVAL, Outbox
 from mibyan_jupyter.jupyter.view.spill import SpillPager
+from mibyan_jupyter.jupyter.view.subshells import keep_stop_on_its_subshell
 from mibyan_jupyter.jupyter.view.translate import EventOps, RiskNote
 from mibyan_jupyter.jupyter.view.widget import AgentWidget
 
 _log = logging.getLogger(__name__)
 
 REASON_LIMIT = 2_000
+MAX_BATCH = 256
+"""At most this many calls in one "Approve all" (a longer list is cut: untrusted input)."""
 _SCOPES: dict[object, Scope] = {"once": "once", "session": "session", "always": "always"}
 
 
@@ -67,6 +70,7 @@ class AgentView:
         self._outbox = Outbox(self._widget.send, interval=flush_interval)
         self._ops = EventOps(self._outbox, header, risk_note=risk_note)
         self._widget.on_msg(self._on_front_end)
+        keep_stop_on_its_subshell(getattr(self._widget, "comm", None))  # Stop reaches blocking code
         self._on_decision: list[Callable[[str, Decision], None]] = []
         self._on_stop: list[Callable[[], None]] = []
         self._on_rendered: list[Callable[[], None]] = []
@@ -144,6 +148,12 @@ class AgentView:
             self._header = dataclasses.replace(self._header, answered_by=model)
             self._send_header(now=True)
 
+    def tool_output(self, call_id: str, stream: Literal["stdout", "stderr"], text: str) -> None:
+        """What a running tool printed, from any thread (kernel_tools/live.py's sink): shown
+        live on its card, throttled and redacted (.tool_output)."""
+        if not self._finished:
+            self._ops.tool_output.write(call_id, stream, text)
+
     def on_decision(self, callback: Callable[[str, Decision], None]) -> None:
         self._on_decision.append(callback)
 
@@ -202,6 +212,7 @@ class AgentView:
         self._finished = True
         if not self._ops.ended:
             self._outbox.add(RunOp(op="run", status="done"), now=False)
+        self._ops.tool_output.close()
         self._outbox.close()
         placed = place_notices(messages, self._notices)
         bundle = _transcript_or_note(messages, self._header, status, placed)
@@ -224,6 +235,8 @@ class AgentView:
             self._front_end_rendered(content.get("next"))
         elif kind == "decision":
             self._decision(content)
+        elif kind == "decide_all":
+            self._decide_all(content)
         elif kind == "stop":
             for callback in list(self._on_stop):
                 _safely(callback)
@@ -270,6 +283,24 @@ class AgentView:
         )
         for callback in list(self._on_decision):
             _safely(callback, call_id, decision)
+
+    def _decide_all(self, content: Mapping[str, Any]) -> None:
+        """The buttons "Approve all (N)" and "Deny all": the same decision, once, for each
+        listed call that is one of this view's own pending approvals (others are ignored)."""
+        action, call_ids = content.get("action"), content.get("call_ids")
+        if action not in ("approve", "deny") or not isinstance(call_ids, list):
+            return
+        reason = content.get("reason")
+        reason = reason.strip()[:REASON_LIMIT] if isinstance(reason, str) else ""
+        with self._lock:
+            listed = dict.fromkeys(c for c in call_ids[:MAX_BATCH] if isinstance(c, str))
+            pending = self._ops.pending_approvals
+            chosen = [c for c in listed if c in pending and c not in self._answered]
+            self._answered.update(chosen)
+        decision: Decision = Approved() if action == "approve" else Denied(reason or None)
+        for call_id in chosen:
+            for callback in list(self._on_decision):
+                _safely(callback, call_id, decision)
 
 
 def _shell_running() -> bool:

@@ -26,9 +26,11 @@ DeltaKind: TypeAlias = Literal["text", "thinking", "args"]
 """An element's streamed text: a reply's text, its thinking, a call's arguments."""
 RunStatus: TypeAlias = Literal["running", "awaiting_approval", "done"]
 ToolStatus: TypeAlias = Literal[
-    "running", "awaiting approval", "done", "error", "denied", "stopped"
+    "running", "awaiting approval", "approved", "done", "error", "denied", "stopped"
 ]
-"""Shown as is on the card (the front end starts a card at "pending")."""
+"""Shown as is on the card (the front end starts a card at "pending"). "approved": it runs
+as soon as its turn comes (at once in a parallel batch; a sequential batch runs its calls
+in call order), and the card says "running" once it prints."""
 NoticeLevel: TypeAlias = Literal["info", "warning", "error"]
 NoticeKind: TypeAlias = Literal[
     "note", "error", "stop", "budget", "retry", "fallback", "compaction", "notes"
@@ -81,13 +83,28 @@ class DeltaOp(TypedDict):
 
 
 class FinalOp(TypedDict):
-    """An assistant message ended: its text as sanitized HTML replaces the streamed text."""
+    """An assistant message ended. Its streamed text was rendered as it went (``BlocksOp``),
+    so ``html`` is "" then; when no text streamed (a reply sent whole), ``html`` is the
+    text as sanitized HTML, shown in place of the (empty) streamed text."""
 
     op: Literal["final"]
     id: str
     html: str
     thinking: str | None
     """The thinking when none streamed (some providers send it whole), else ``None``."""
+
+
+class BlocksOp(TypedDict):
+    """Blocks of message ``id``'s streamed text completed: the front end shows the next
+    ``chars`` characters of that text (after what earlier blocks showed) as these blocks:
+    ``blocks`` is a program over those characters that builds whitelisted elements (see
+    ``export/markdown_blocks.py``); the rest, the open block, stays text. On the wire it is
+    ``[chars, blocks]`` when it follows its element's text (see :mod:`.outbox`)."""
+
+    op: Literal["blocks"]
+    id: str
+    chars: int
+    blocks: str
 
 
 class ClearOp(TypedDict):
@@ -107,12 +124,16 @@ class ToolOp(TypedDict):
     msg: str | None
     """The assistant message that made the call, if one is streaming."""
     args: NotRequired[str]
+    lang: NotRequired[str]
+    """``args`` is code in this language ("python", "shell"): the card shows it as code."""
 
 
 class StatusOp(TypedDict):
     op: Literal["status"]
     id: str
     status: ToolStatus
+    started: NotRequired[float]
+    """With "running": when the call began to run (Unix time, s), for the card's timing."""
 
 
 class ToolOutputOp(TypedDict):
@@ -135,6 +156,8 @@ class ResultOp(TypedDict):
     error: bool
     images: list[str]
     """``data:image/png;base64,`` URLs, validated (see :mod:`.media`)."""
+    seconds: NotRequired[float]
+    """How long the call ran (from its start, or from its approval), for the card."""
     spilled: NotRequired[int]
     """The result was spilled (``core/results.py``): ``text`` is its preview and the full
     result has this many characters; the card offers to load it (:class:`ExpandMessage`)."""
@@ -162,6 +185,8 @@ class ApprovalOp(TypedDict):
     args: str
     reason: str
     risk: str | None
+    powers: NotRequired[str]
+    """A line on what approving means for code that runs as the user (run_python...)."""
 
 
 class DecidedOp(TypedDict):
@@ -203,6 +228,20 @@ class AnsweredOp(TypedDict):
     by: AnsweredBy
 
 
+class StatsOp(TypedDict):
+    """What assistant message ``id`` cost and took, shown when the pointer is on it."""
+
+    op: Literal["stats"]
+    id: str
+    input: int
+    """Prompt tokens (cache reads and writes included)."""
+    output: int
+    cost: float | None
+    """``None``: the price is unknown."""
+    seconds: float
+    """From the message's start to its end."""
+
+
 class BarOp(TypedDict):
     op: Literal["bar"]
     name: BarName
@@ -235,6 +274,7 @@ StructuralOp: TypeAlias = (
     | UserOp
     | AssistantOp
     | FinalOp
+    | BlocksOp
     | ClearOp
     | ToolOp
     | StatusOp
@@ -245,6 +285,7 @@ StructuralOp: TypeAlias = (
     | DecidedOp
     | AskOp
     | AnsweredOp
+    | StatsOp
     | BarOp
     | NoticeOp
     | QueuedOp
@@ -274,6 +315,16 @@ class DecisionMessage(TypedDict):
     reason: str
 
 
+class DecideAllMessage(TypedDict):
+    """A click on "Approve all (N)" or "Deny all": the calls the front end shows waiting.
+    Untrusted: live.py decides only the view's own pending calls, each once."""
+
+    type: Literal["decide_all"]
+    action: Literal["approve", "deny"]
+    call_ids: list[str]
+    reason: str
+
+
 class StopMessage(TypedDict):
     type: Literal["stop"]
 
@@ -296,7 +347,12 @@ class ExpandMessage(TypedDict):
 
 
 FrontEndMessage: TypeAlias = (
-    RenderedMessage | DecisionMessage | StopMessage | AnswerMessage | ExpandMessage
+    RenderedMessage
+    | DecisionMessage
+    | DecideAllMessage
+    | StopMessage
+    | AnswerMessage
+    | ExpandMessage
 )
 
 

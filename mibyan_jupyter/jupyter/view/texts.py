@@ -4,7 +4,7 @@ sets them with ``textContent``), kept apart from the event handling so both stay
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import math
 from typing import Any
 
 from mibyan_jupyter.core.events import ApprovalResolved, BudgetStatus
@@ -16,9 +16,10 @@ from mibyan_jupyter.core.notices import (
     RetryNotice,
 )
 from mibyan_jupyter.export.notices import compaction_text, notes_text
-from mibyan_jupyter.export.render import ARGS_LIMIT, RESULT_LIMIT, RUN_PYTHON
+from mibyan_jupyter.export.render import ARGS_LIMIT, RESULT_LIMIT
 from mibyan_jupyter.jupyter.view.ops import BarName, BarOp, NoticeOp, ResultOp
 from mibyan_jupyter.jupyter.view.spill import spill_info
+from mibyan_jupyter.jupyter.view.tool_cards import code_text
 
 SUMMARY_LIMIT = 120
 BAR_NAMES: dict[str, BarName] = {"turns": "turns", "total_tokens": "total_tokens", "cost": "cost"}
@@ -39,9 +40,11 @@ def clip(text: str, limit: int) -> tuple[str, int]:
 
 
 def args_text(name: str, args: Any) -> str:
-    """A call's arguments for reading: a ``run_python`` call's code as is, else JSON."""
-    if name == RUN_PYTHON and isinstance(args, Mapping) and isinstance(args.get("code"), str):
-        text: str = args["code"]
+    """A call's arguments for reading: the code of ``run_python`` / ``run_shell`` as is,
+    else JSON."""
+    code = code_text(name, args)
+    if code is not None:
+        text: str = code
     elif isinstance(args, str):
         text = args
     else:
@@ -84,17 +87,36 @@ def result_op(call_id: str, result: ToolMessage, images: list[str]) -> ResultOp:
 def outcome_text(event: ApprovalResolved) -> str:
     """``approved by you (for this session)``, ``denied by policy: <reason>``."""
     verb = "approved" if event.approved else "denied"
-    who = {"user": "you", "policy": "policy", "timeout": "timeout", "abort": "stop"}.get(
-        event.decided_by, event.decided_by
-    )
+    who = {
+        "user": "you",
+        "policy": "policy",
+        "rule": "your earlier answer" if event.scope == "session" else "a saved rule",
+        "timeout": "timeout",
+        "abort": "stop",
+    }.get(event.decided_by, event.decided_by)
     scope = {"once": "", "session": " (for this session)", "always": " (always for this tool)"}
     text = f"{verb} by {who}{scope[event.scope]}"
     return f"{text}: {event.reason}" if event.reason else text
 
 
-def bar_op(name: BarName, used: float, limit: float | None) -> BarOp:
+def dollars(value: float) -> str:
+    """Dollars with cents, and as many more places as a small amount needs to show two
+    significant digits: a $0.005 cap is "$0.0050", not "$0.01"."""
+    if value <= 0 or value >= 0.01:
+        return f"${value:,.2f}"
+    places = -math.floor(math.log10(value)) + 1
+    return f"${value:.{places}f}"
+
+
+def bar_op(name: BarName, used: float, limit: float | None, *, unknown: bool = False) -> BarOp:
+    """A budget bar. ``unknown`` (cost only): some use had no known price, so what is shown
+    is a lower bound ("≥ $X"), or "unknown" when nothing priced was used yet — never a
+    plain $0 (docs/architecture.md, "Budgets")."""
     if name == "cost":
-        label = f"${used:.4f}" + (f" / ${limit:.2f}" if limit is not None else "")
+        spent = dollars(used)
+        if unknown:
+            spent = f"≥ {spent}" if used else "unknown"
+        label = spent + (f" / {dollars(limit)}" if limit is not None else "")
     else:
         label = f"{used:,.0f}" + (f" / {limit:,.0f}" if limit is not None else "")
     fraction = None if not limit else min(max(used / limit, 0.0), 1.0)
@@ -102,7 +124,11 @@ def bar_op(name: BarName, used: float, limit: float | None) -> BarOp:
 
 
 def budget_ops(budgets: tuple[BudgetStatus, ...]) -> list[BarOp]:
-    return [bar_op(BAR_NAMES[b.name], b.used, b.limit) for b in budgets if b.name in BAR_NAMES]
+    return [
+        bar_op(BAR_NAMES[b.name], b.used, b.limit, unknown=b.unknown)
+        for b in budgets
+        if b.name in BAR_NAMES
+    ]
 
 
 def notice_op(notice: RetryNotice | FallbackNotice | CompactionNotice) -> NoticeOp:

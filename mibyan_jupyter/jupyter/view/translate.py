@@ -72,9 +72,19 @@ from mibyan_jupyter.jupyter.view.ops import (
     UserOp,
 )
 from mibyan_jupyter.jupyter.view.outbox import Outbox
+from mibyan_jupyter.jupyter.view.tool_cards import (
+    MessageClock,
+    ToolClock,
+    code_lang,
+    code_text,
+    powers_line,
+)
+from mibyan_jupyter.jupyter.view.tool_output import ToolOutputPump
 from mibyan_jupyter.secrets import REDACT
 
 RiskNote = Callable[[str, Mapping[str, Any]], str | None]
+_NO_ARGS: Any = object()
+"""A card made before its call's arguments are known (they stream in)."""
 
 _END_NOTES: dict[str, tuple[NoticeLevel, str]] = {
     "aborted": ("info", "Stopped."),
@@ -95,10 +105,16 @@ class EventOps:
         """The id of the assistant message being streamed."""
         self._calls_by_index: dict[int, str] = {}
         self._streamed_thinking = False
+        self._streamed_text = False
+        """Text of the message streamed: the outbox rendered it as blocks (no final HTML)."""
         self._cards: set[str] = set()
         self._denied: set[str] = set()
+        self._tool_clock = ToolClock()
+        self._message_clock = MessageClock()
         self.pending_approvals: set[str] = set()
         self.ended = False
+        self.tool_output = ToolOutputPump(lambda op: outbox.add(op, now=False), outbox.flush)
+        """What running tools print (from any thread, see .tool_output); updates too."""
         """The run's end was shown (AgentEnd)."""
 
     def __call__(self, event: AgentEvent) -> None:
@@ -112,11 +128,12 @@ class EventOps:
                 self._end_message(event)
             case ToolExecutionStart():
                 if event.call_id not in self._cards:
-                    self._card(event.call_id, event.name, fmt.args_text(event.name, event.args))
-                self._status(event.call_id, "running")
+                    self._card(event.call_id, event.name, event.args)
+                self._running(event.call_id)
             case ToolExecutionUpdate():
-                pass  # partial results are not shown: the card says "running"
+                self._tool_update(event)
             case ToolExecutionEnd():
+                self.tool_output.end(event.call_id)  # its last output, before the result
                 self._tool_end(event)
             case ApprovalRequested():
                 self._approval(event)
@@ -148,6 +165,8 @@ class EventOps:
         self._message = ident
         self._calls_by_index = {}
         self._streamed_thinking = False
+        self._streamed_text = False
+        self._message_clock.begin(ident)
         self._out.add(AssistantOp(op="assistant", id=ident), now=False)
         return ident
 
@@ -155,6 +174,7 @@ class EventOps:
         ident = self._message or self._start_message()
         match event:
             case TextDelta():
+                self._streamed_text = self._streamed_text or bool(event.delta)
                 self._out.delta("text", ident, event.delta)
             case ThinkingDelta():
                 self._streamed_thinking = True
@@ -165,7 +185,7 @@ class EventOps:
                 self._out.end_stream("thinking", ident)
             case ToolCallStart():
                 self._calls_by_index[event.index] = event.id
-                self._card(event.id, event.name, None)
+                self._card(event.id, event.name, _NO_ARGS)
             case ToolCallDelta():
                 call_id = self._calls_by_index.get(event.index)
                 if call_id is not None:
@@ -174,7 +194,7 @@ class EventOps:
                 call = event.call
                 self._out.end_stream("args", call.id)
                 args = fmt.parsed_args(call.function.arguments)
-                self._card(call.id, call.function.name, fmt.args_text(call.function.name, args))
+                self._card(call.id, call.function.name, args)
             case RetryNotice() | FallbackNotice():
                 self._restart_reply()
                 self._out.add(fmt.notice_op(event))
@@ -198,14 +218,18 @@ class EventOps:
         final = FinalOp(
             op="final",
             id=ident,
-            html=markdown_html(REDACT(message.content or "")),  # before Markdown moves it
+            # Streamed text was rendered block by block as it came (outbox.py); only a reply
+            # sent whole gets its HTML here (redacted before Markdown moves it).
+            html="" if self._streamed_text else markdown_html(REDACT(message.content or "")),
             thinking=None if self._streamed_thinking or not thinking else thinking,
         )
+        # The hover's stats ride with the final op (one message at the end, not two).
+        self._out.add(self._message_clock.stats(ident, message), now=False)
         self._out.add(final)
         for call in message.tool_calls:
             if call.id not in self._cards:
                 args = fmt.parsed_args(call.function.arguments)
-                self._card(call.id, call.function.name, fmt.args_text(call.function.name, args))
+                self._card(call.id, call.function.name, args, msg=ident)
         usage = message.usage
         context = usage.input + usage.cache_read + usage.cache_write
         if context:
@@ -227,6 +251,7 @@ class EventOps:
         self._cards.difference_update(calls)
         self._calls_by_index = {}
         self._streamed_thinking = False
+        self._streamed_text = False
         self._out.add(ClearOp(op="clear", id=self._message, calls=calls))
 
     def _streams(self, ident: str) -> list[tuple[DeltaKind, str]]:
@@ -236,39 +261,64 @@ class EventOps:
 
     # -- tools and approvals --------------------------------------------------------------
 
-    def _card(self, call_id: str, name: str, args: str | None) -> None:
-        """Create the tool card of ``call_id`` (status pending) or set its arguments."""
-        op = ToolOp(op="tool", id=call_id, name=name, msg=self._message)
-        if args is not None:
-            op["args"] = args
+    def _card(self, call_id: str, name: str, args: Any, *, msg: str | None = None) -> None:
+        """Create the tool card of ``call_id`` (status pending) or set its arguments
+        (``args`` parsed; a card shows code as code, see :mod:`.tool_cards`)."""
+        op = ToolOp(op="tool", id=call_id, name=name, msg=msg or self._message)
+        if args is not _NO_ARGS:
+            op["args"] = fmt.args_text(name, args)
+            lang = code_lang(name)
+            if lang is not None and code_text(name, args) is not None:
+                op["lang"] = lang
         self._cards.add(call_id)
         self._out.add(op)
 
     def _status(self, call_id: str, status: ToolStatus) -> None:
         self._out.add(StatusOp(op="status", id=call_id, status=status))
 
+    def _running(self, call_id: str, status: ToolStatus = "running") -> None:
+        """The call runs from now (started, or approved): the card's timing starts."""
+        started = self._tool_clock.begin(call_id)
+        self._out.add(StatusOp(op="status", id=call_id, status=status, started=started))
+
     def _run(self, status: RunStatus) -> None:
         self._out.add(RunOp(op="run", status=status))
 
+    def _tool_update(self, event: ToolExecutionUpdate) -> None:
+        """A partial result that is a chunk of output (``details={"stream": "stdout"}``, text
+        content) goes to the card's live output; other partials are not shown."""
+        partial = event.partial
+        details = getattr(partial, "details", None)
+        content = getattr(partial, "content", None)
+        stream = details.get("stream") if isinstance(details, Mapping) else None
+        if stream in ("stdout", "stderr") and isinstance(content, str):
+            self.tool_output.write(event.call_id, stream, content)
+
     def _tool_end(self, event: ToolExecutionEnd) -> None:
-        self._out.add(fmt.result_op(event.call_id, event.result, tool_images(event.result)))
+        result = fmt.result_op(event.call_id, event.result, tool_images(event.result))
+        if (seconds := self._tool_clock.seconds(event.call_id)) is not None:
+            result["seconds"] = seconds
+        self._out.add(result)
         status: ToolStatus = "error" if event.is_error else "done"
+        if isinstance(event.result.details, Mapping) and event.result.details.get("stopped"):
+            status = "stopped"  # the Stop button ended it (kernel_tools/live.py)
         self._status(event.call_id, "denied" if event.call_id in self._denied else status)
 
     def _approval(self, event: ApprovalRequested) -> None:
         args = event.args if isinstance(event.args, Mapping) else {}
         risk = self._risk_note(event.name, args) if self._risk_note is not None else None
         self.pending_approvals.add(event.call_id)  # before the card: a click may be quick
-        self._out.add(
-            ApprovalOp(
-                op="approval",
-                id=event.call_id,
-                name=event.name,
-                args=fmt.args_text(event.name, event.args),
-                reason=event.reason,
-                risk=risk,
-            )
+        op = ApprovalOp(
+            op="approval",
+            id=event.call_id,
+            name=event.name,
+            args=fmt.args_text(event.name, event.args),
+            reason=event.reason,
+            risk=risk,
         )
+        if (powers := powers_line(event.name)) is not None:
+            op["powers"] = powers
+        self._out.add(op)
         self._status(event.call_id, "awaiting approval")
         self._run("awaiting_approval")
 
@@ -281,8 +331,11 @@ class EventOps:
                 outcome=fmt.outcome_text(event),
             )
         )
-        self._status(event.call_id, "running" if event.approved else "denied")
-        if not event.approved:
+        if event.approved:
+            self._running(event.call_id, "approved")
+        else:
+            self._tool_clock.forget(event.call_id)  # it never ran: no time to show
+            self._status(event.call_id, "denied")
             self._denied.add(event.call_id)
         if event.call_id in self.pending_approvals:
             self.pending_approvals.discard(event.call_id)

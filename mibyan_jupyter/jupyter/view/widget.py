@@ -4,9 +4,10 @@ It has no synced state of its own besides the module and its CSS: everything it 
 arrives as batches of ops in custom messages (see :mod:`.outbox`), and the front end sends
 back "rendered", "decision" and "stop" messages (both directions typed in :mod:`.ops`).
 Plain JavaScript and CSS files, shipped as they are (hatchling puts them in the package):
-anywidget loads one ES module, so the two plain scripts that build the page (``dom.js``, then
-``cards.js``) are joined before ``view.js``, which holds the wire and ``render``. The extension
-build type-checks the three together against ``static/ops.d.ts``; nothing is bundled.
+anywidget loads one ES module, so the plain scripts that build the page (:data:`FRONT_END`:
+``dom.js``, ``markdown.js``, the cards, the footer) are joined before ``view.js``, which holds
+the wire and ``render``. The extension build type-checks them together against
+``static/ops.d.ts``; nothing is bundled.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import anywidget
 STATIC = pathlib.Path(__file__).parent / "static"
 
 
-FRONT_END = ("dom.js", "markdown.js", "cards.js", "view.js")
+FRONT_END = ("dom.js", "markdown.js", "cards.js", "toolcards.js", "footer.js", "view.js")
 """The front end's files in the order they are joined (the last is the module's face)."""
 
 STYLES = ("view.css", "markdown.css", "cards.css")

@@ -117,8 +117,10 @@ async def test_a_real_run_streams_ops_in_order(recorder: Recorder) -> None:
     assert recorder.streamed("thinking", "a1") == "Plan: run it."
     assert recorder.streamed("text", "a1") == "Let me **run** that."
     assert recorder.streamed("args", "c1") == '{"code": "print(1 + 1)"}'
-    final = recorder.ops("final")[0]
-    assert final["html"] == "<p>Let me <strong>run</strong> that.</p>"
+    # The streamed text is rendered as blocks (a program over it), so the final op has no HTML.
+    blocks = recorder.ops("blocks")[0]
+    assert blocks == {"op": "blocks", "id": "a1", "chars": 20, "blocks": "<p7<s~2 3>~2 6>"}
+    assert recorder.ops("final")[0]["html"] == ""
     # The card, its approval and the result, in the order they happened.
     order = [
         first_index(kinds, "assistant"),
@@ -134,7 +136,7 @@ async def test_a_real_run_streams_ops_in_order(recorder: Recorder) -> None:
     assert approval["risk"] == "run_python runs code"
     assert recorder.ops("decided")[0]["outcome"] == "approved by you"
     statuses = [op["status"] for op in recorder.ops("status") if op["id"] == "c1"]
-    assert statuses == ["running", "awaiting approval", "running", "done"]
+    assert statuses == ["running", "awaiting approval", "approved", "done"]
     runs = [op["status"] for op in recorder.ops("run")]
     assert runs == ["awaiting_approval", "running", "done"]
     assert recorder.ops("result")[0]["text"] == "ran 12 characters"
@@ -185,10 +187,10 @@ def test_budget_bars_move_with_each_update(recorder: Recorder) -> None:
     assert [(b["name"], b["label"], b["fraction"]) for b in bars] == [
         ("turns", "1 / 4", 0.25),
         ("total_tokens", "1,500", None),
-        ("cost", "$0.2500 / $1.00", 0.25),
+        ("cost", "$0.25 / $1.00", 0.25),
         ("turns", "2 / 4", 0.5),
         ("total_tokens", "3,000", None),
-        ("cost", "$0.5000 / $1.00", 0.5),
+        ("cost", "$0.50 / $1.00", 0.5),
     ]
 
 

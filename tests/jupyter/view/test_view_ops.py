@@ -27,14 +27,16 @@ from mibyan_jupyter.core.events import (
     MessageStart,
     ToolExecutionEnd,
     ToolExecutionStart,
+    ToolExecutionUpdate,
 )
 from mibyan_jupyter.core.messages import AssistantMessage, ToolMessage, UserMessage
 from mibyan_jupyter.core.notices import FallbackNotice, RetryNotice
 from mibyan_jupyter.core.results import MemoryResults, spill
 from mibyan_jupyter.core.stream import ThinkingDelta, ToolCallDelta, ToolCallStart
+from mibyan_jupyter.core.tools import ToolResult
 from mibyan_jupyter.jupyter.view import AgentView, ViewHeader
 from mibyan_jupyter.jupyter.view.ops import FRONT_END_TYPES, OP_KINDS, AskChoice, ViewOp
-from mibyan_jupyter.jupyter.view.widget import STATIC
+from mibyan_jupyter.jupyter.view.widget import FRONT_END, STATIC
 
 REPO = Path(__file__).resolve().parents[3]
 TSC = REPO / "labextension" / "node_modules" / "typescript" / "bin" / "tsc"
@@ -55,11 +57,11 @@ def d_ts_tags(field: str) -> set[str]:
 
 
 def test_python_and_typescript_name_the_same_kinds() -> None:
-    assert len(OP_KINDS) == 20  # 17, the ask card's "ask" and "answered", a spill's "page"
+    assert len(OP_KINDS) == 23  # 17, "ask", "answered", "page", "tool_output", "blocks", "stats"
     assert {"ask", "answered", "page"} <= OP_KINDS
     assert d_ts_tags("op") == set(OP_KINDS)
     assert d_ts_tags("type") == set(FRONT_END_TYPES)
-    assert {"rendered", "decision", "stop", "answer", "expand"} == FRONT_END_TYPES
+    assert {"rendered", "decision", "decide_all", "stop", "answer", "expand"} == FRONT_END_TYPES
 
 
 def every_kind(recorder: Recorder) -> None:
@@ -80,6 +82,8 @@ def every_kind(recorder: Recorder) -> None:
     view(ToolExecutionStart(call_id="c1", name="write_file", args={"path": "a.txt"}))
     view(ApprovalRequested(call_id="c1", name="write_file", args={"path": "a.txt"}))
     view(ApprovalResolved(call_id="c1", name="write_file", approved=True))
+    printed = ToolResult(content="writing a.txt\n", details={"stream": "stdout"})
+    view(ToolExecutionUpdate(call_id="c1", name="write_file", partial=printed))  # tool_output
     result = ToolMessage(tool_call_id="c1", name="write_file", content="wrote 2 bytes")
     view(ToolExecutionEnd(call_id="c1", name="write_file", result=result, is_error=False))
     store = MemoryResults()
@@ -196,9 +200,7 @@ def test_the_view_check_of_the_build_passes(tmp_path: Path) -> None:
     view_js = (STATIC / "view.js").read_text()
     broken = view_js.replace("op.title ||", "op.titel ||", 1)
     assert broken != view_js
-    others = {
-        name: (STATIC / name).read_text() for name in ("view-types.d.ts", "dom.js", "cards.js")
-    }
+    others = {name: (STATIC / name).read_text() for name in ("view-types.d.ts", *FRONT_END[:-1])}
     done = run_tsc(tmp_path, {**others, "view.js": broken})
     assert done.returncode != 0
     assert "Property 'titel' does not exist on type 'HeaderOp'" in done.stdout

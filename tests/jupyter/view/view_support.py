@@ -89,6 +89,11 @@ def unpack(batch: Any, cursor: Cursor) -> list[dict[str, Any]] | None:
         if isinstance(item, str):
             if cursor.target is not None:
                 ops.append({"op": cursor.target[0], "id": cursor.target[1], "text": item})
+        elif isinstance(item, list) and isinstance(item[0], int):  # [chars, blocks]
+            if cursor.target is not None and cursor.target[0] == "text":
+                ops.append(
+                    {"op": "blocks", "id": cursor.target[1], "chars": item[0], "blocks": item[1]}
+                )
         elif isinstance(item, list):
             cursor.target = (item[0], item[1])
             ops.append({"op": item[0], "id": item[1], "text": item[2]})

@@ -1,49 +1,149 @@
 // @ts-check
-// The approval and ask-the-user cards of the live view (a plain script joined before view.js
-// by widget.py; the types are the globals of dom.js and ops.d.ts).
+// The approval and ask-the-user cards of the live view, and "Approve all" (a plain script
+// joined before view.js by widget.py; the types are the globals of dom.js and ops.d.ts).
 
 /**
- * An approval card whose buttons send the decision (once: they are disabled on a click).
+ * An approval card: Approve, Deny (with an optional reason), for this session, always.
+ * Keyboard: with the card focused, Enter approves and Esc goes to the reason (Enter there
+ * denies). A click sends the decision once; the card then waits for the kernel's "decided".
+ * @param {Parts} parts
  * @param {Model} model
  * @param {import("./ops").ApprovalOp} op
  */
-function approvalCard(model, op) {
+function approvalCard(parts, model, op) {
   const card = make("div", "mibyan-approval");
   card.dataset.callId = op.id;
+  card.dataset.pending = "true";
+  card.tabIndex = 0;
   const ask = make("div", "mibyan-approval-title", "Approve this call to ");
   ask.append(make("code", "", op.name), "?");
   card.append(ask);
   if (op.reason) card.append(make("div", "mibyan-approval-reason", op.reason));
   if (op.risk) card.append(make("div", "mibyan-risk", op.risk));
+  if (op.powers) card.append(make("div", "mibyan-powers", op.powers));
   card.append(make("pre", "mibyan-approval-args", op.args));
   const actions = make("div", "mibyan-approval-actions");
   const approve = button("mibyan-approve", "Approve", "jp-mod-accept");
   const deny = button("mibyan-deny", "Deny", "jp-mod-reject");
   const reason = make("input", "mibyan-deny-reason jp-mod-styled");
   reason.type = "text";
-  reason.placeholder = "Reason (optional)";
-  const always = button("mibyan-always", "Always for this tool", "jp-mod-reject");
+  reason.placeholder = "Reason for a denial (optional)";
+  reason.setAttribute("aria-label", "Reason for a denial");
   const session = button("mibyan-session", "For this session", "jp-mod-reject");
-  actions.append(approve, deny, reason, session, always);
+  const always = button("mibyan-always", "Always for this tool", "jp-mod-reject");
+  actions.append(approve, deny, session, always, reason);
   const outcome = make("div", "mibyan-approval-outcome");
-  card.append(actions, outcome);
+  const keys = make("div", "mibyan-approval-keys", "Enter approves · Esc: reason, then Enter denies");
+  card.append(actions, keys, outcome);
   /**
    * @param {"approve" | "deny"} action
    * @param {Scope} scope
    */
   const send = (action, scope) => {
-    for (const control of controls(card)) control.disabled = true;
-    outcome.textContent = "Sending…";
+    if (card.dataset.pending !== "true") return;
+    sending(card);
     model.send({ type: "decision", call_id: op.id, action, scope, reason: reason.value });
+    refreshBatch(parts, model);
   };
   approve.addEventListener("click", () => send("approve", "once"));
   deny.addEventListener("click", () => send("deny", "once"));
+  session.addEventListener("click", () => send("approve", "session"));
+  always.addEventListener("click", () => send("approve", "always"));
   reason.addEventListener("keydown", (event) => {
     if (event.key === "Enter") send("deny", "once");
+    else if (event.key === "Escape") card.focus();
+    event.stopPropagation();
   });
-  always.addEventListener("click", () => send("approve", "always"));
-  session.addEventListener("click", () => send("approve", "session"));
+  card.addEventListener("keydown", (event) => {
+    if (event.target !== card) return; // a focused button handles its own Enter
+    if (event.key === "Enter") {
+      event.preventDefault();
+      send("approve", "once");
+    } else if (event.key === "Escape") {
+      event.preventDefault();
+      reason.focus();
+    }
+  });
   return card;
+}
+
+/**
+ * A decision was sent from this card (or from "Approve all"): it waits for the kernel.
+ * @param {HTMLElement} card
+ */
+function sending(card) {
+  card.dataset.pending = "false";
+  for (const control of controls(card)) control.disabled = true;
+  const outcome = card.querySelector(".mibyan-approval-outcome");
+  if (outcome) outcome.textContent = "Sending…";
+}
+
+/**
+ * The approval cards still waiting for a click, in the order they are shown.
+ * @param {Parts} parts
+ * @returns {HTMLElement[]}
+ */
+function waitingCards(parts) {
+  return Array.from(parts.body.querySelectorAll(".mibyan-approval[data-pending='true']"));
+}
+
+/**
+ * "Approve all (N)" and "Deny all", above the first waiting card, while two or more wait.
+ * @param {Parts} parts
+ * @param {Model} model
+ */
+function refreshBatch(parts, model) {
+  let bar = /** @type {HTMLElement | null} */ (parts.body.querySelector(".mibyan-batch"));
+  const waiting = waitingCards(parts);
+  if (waiting.length < 2) {
+    bar?.remove();
+    return;
+  }
+  if (!bar) {
+    bar = make("div", "mibyan-batch");
+    const all = button("mibyan-approve-all", "", "jp-mod-accept");
+    const none = button("mibyan-deny-all", "Deny all", "jp-mod-reject");
+    const node = bar;
+    /** @param {"approve" | "deny"} action */
+    const decideAll = (action) => {
+      const cards = waitingCards(parts);
+      const ids = cards.map((card) => card.dataset.callId || "");
+      for (const card of cards) sending(card);
+      node.remove();
+      model.send({ type: "decide_all", action, call_ids: ids, reason: "" });
+    };
+    all.addEventListener("click", () => decideAll("approve"));
+    none.addEventListener("click", () => decideAll("deny"));
+    bar.append(make("span", "mibyan-batch-label", "Calls waiting for you:"), all, none);
+  }
+  const all = bar.querySelector(".mibyan-approve-all");
+  if (all) all.textContent = `Approve all (${waiting.length})`;
+  const first = waiting[0].closest(".mibyan-tool") || waiting[0];
+  if (bar.nextElementSibling !== first) first.before(bar);
+}
+
+/**
+ * The kernel's decision: the card collapses to one line (who decided, the scope, the
+ * reason) and the call stays one click away in the tool card's arguments.
+ * @param {ToolParts} t
+ * @param {import("./ops").DecidedOp} op
+ */
+function decideCard(t, op) {
+  /** @type {HTMLElement | null} */
+  let card = t.node.querySelector(".mibyan-approval");
+  if (!card) {
+    card = make("div", "mibyan-approval mibyan-approval-auto");
+    card.dataset.callId = op.id;
+    t.body.prepend(card);
+  }
+  const outcome = make("div", "mibyan-approval-outcome", op.outcome);
+  outcome.dataset.approved = String(op.approved);
+  card.replaceChildren(outcome);
+  card.dataset.pending = "false";
+  card.removeAttribute("tabindex");
+  card.classList.add("mibyan-decided");
+  t.body.prepend(card); // the one line first, the call folded under it
+  t.argsBox.open = false;
 }
 
 /**
@@ -78,54 +178,6 @@ function askCard(model, op) {
 }
 
 /**
- * A spilled result's "load" button (its card shows the preview): each click asks the
- * kernel for the next chunk of the full text from the offset kept on the button.
- * @param {Model} model
- * @param {import("./ops").ResultOp} op
- */
-function spillButton(model, op) {
-  const node = button("mibyan-expand", `Load the full result (${op.spilled} characters)`, "");
-  node.dataset.next = "0";
-  node.addEventListener("click", () => {
-    node.disabled = true;
-    node.textContent = "Loading…";
-    model.send({ type: "expand", call_id: op.id, offset: Number(node.dataset.next) });
-  });
-  return node;
-}
-
-/**
- * A chunk of a spilled result: the first replaces the preview, the next ones append.
- * Tool output is untrusted: text nodes only.
- * @param {HTMLElement} card
- * @param {import("./ops").PageOp} op
- */
-function applyPage(card, op) {
-  /** @type {HTMLButtonElement | null} */
-  const more = card.querySelector(".mibyan-expand");
-  /** @type {HTMLElement | null} */
-  const pre = card.querySelector(".mibyan-tool-result pre");
-  if (!more || !pre || String(op.offset) !== more.dataset.next) return; // stale or replayed
-  if (op.error) {
-    more.replaceWith(make("div", "mibyan-more mibyan-error", op.error));
-    return;
-  }
-  if (op.offset === 0) {
-    pre.textContent = op.text;
-    card.querySelector(".mibyan-tool-result .mibyan-more")?.remove();
-  } else {
-    pre.append(op.text);
-  }
-  more.dataset.next = String(op.offset + op.text.length);
-  if (op.done) {
-    more.remove();
-    return;
-  }
-  more.disabled = false;
-  more.textContent = `Load more (${more.dataset.next} characters shown)`;
-}
-
-/**
  * The ops of ask cards: a question, and its answer.
  * @param {Parts} parts
  * @param {Model} model
@@ -153,20 +205,4 @@ function askHandlers(parts, model) {
       }
     },
   };
-}
-
-/**
- * Append what a running tool printed to its card's live output (text only: untrusted).
- * @param {HTMLElement} card the tool card
- * @param {import("./ops").ToolOutputOp} op
- * @returns {void}
- */
-function toolOutput(card, op) {
-  let out = /** @type {HTMLElement | null} */ (card.querySelector(".mibyan-tool-output"));
-  if (!out) {
-    out = make("pre", "mibyan-tool-output");
-    card.append(out);
-  }
-  const part = make("span", `mibyan-${op.stream}`, op.text);
-  out.append(part);
 }

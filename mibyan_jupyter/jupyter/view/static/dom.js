@@ -95,17 +95,8 @@ function message(parts, id) {
 function tool(parts, id, name) {
   let t = parts.tools.get(id);
   if (!t) {
-    const node = make("div", "mibyan-tool");
-    node.dataset.callId = id;
-    const head = make("div", "mibyan-tool-head");
-    const label = make("span", "mibyan-tool-name", name || "tool");
-    const status = make("span", "mibyan-tool-status", "pending");
-    head.append(label, status);
-    const args = make("pre", "mibyan-tool-args");
-    node.dataset.status = "pending";
-    node.append(head, args);
-    parts.body.append(node);
-    t = { node, label, status, args };
+    t = toolCard(id, name || "tool"); // cards.js
+    parts.body.append(t.node);
     parts.tools.set(id, t);
   } else if (name) {
     t.label.textContent = name;

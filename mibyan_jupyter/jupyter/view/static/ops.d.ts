@@ -9,6 +9,7 @@ export type RunStatus = "running" | "awaiting_approval" | "done";
 export type ToolStatus =
   | "running"
   | "awaiting approval"
+  | "approved"
   | "done"
   | "error"
   | "denied"
@@ -65,6 +66,14 @@ export interface FinalOp {
   thinking: string | null;
 }
 
+export interface BlocksOp {
+  op: "blocks";
+  id: string;
+  chars: number;
+  /** A program over the next `chars` characters of the text (export/markdown_blocks.py). */
+  blocks: string;
+}
+
 export interface ClearOp {
   op: "clear";
   id: string;
@@ -77,12 +86,14 @@ export interface ToolOp {
   name: string;
   msg: string | null;
   args?: string;
+  lang?: string;
 }
 
 export interface StatusOp {
   op: "status";
   id: string;
   status: ToolStatus;
+  started?: number;
 }
 
 export interface ToolOutputOp {
@@ -100,6 +111,7 @@ export interface ResultOp {
   more: number;
   error: boolean;
   images: string[];
+  seconds?: number;
   spilled?: number;
 }
 
@@ -119,6 +131,7 @@ export interface ApprovalOp {
   args: string;
   reason: string;
   risk: string | null;
+  powers?: string;
 }
 
 export interface DecidedOp {
@@ -150,6 +163,15 @@ export interface AnsweredOp {
   by: AnsweredBy;
 }
 
+export interface StatsOp {
+  op: "stats";
+  id: string;
+  input: number;
+  output: number;
+  cost: number | null;
+  seconds: number;
+}
+
 export interface BarOp {
   op: "bar";
   name: BarName;
@@ -179,6 +201,7 @@ export type StructuralOp =
   | UserOp
   | AssistantOp
   | FinalOp
+  | BlocksOp
   | ClearOp
   | ToolOp
   | StatusOp
@@ -189,6 +212,7 @@ export type StructuralOp =
   | DecidedOp
   | AskOp
   | AnsweredOp
+  | StatsOp
   | BarOp
   | NoticeOp
   | QueuedOp;
@@ -197,8 +221,13 @@ export type StructuralOp =
 export type ViewOp = StructuralOp | DeltaOp;
 export type OpKind = ViewOp["op"];
 
-/** One item of a batch: an op, a delta that names its element, or text for the last one. */
-export type WireItem = StructuralOp | [DeltaKind, string, string] | string;
+/** One item of a batch: an op, a delta that names its element, text for the last one, or
+ * [chars, blocks]: blocks of the last one's text (a "blocks" op for that element). */
+export type WireItem =
+  | StructuralOp
+  | [DeltaKind, string, string]
+  | string
+  | [number, string];
 /** What the kernel sends in one custom message: its sequence number, then the items. */
 export type Batch = [number, ...WireItem[]];
 
@@ -214,6 +243,13 @@ export interface DecisionMessage {
   call_id: string;
   action: "approve" | "deny";
   scope: Scope;
+  reason: string;
+}
+
+export interface DecideAllMessage {
+  type: "decide_all";
+  action: "approve" | "deny";
+  call_ids: string[];
   reason: string;
 }
 
@@ -236,6 +272,7 @@ export interface ExpandMessage {
 export type FrontEndMessage =
   | RenderedMessage
   | DecisionMessage
+  | DecideAllMessage
   | StopMessage
   | AnswerMessage
   | ExpandMessage;

@@ -28,6 +28,13 @@ export interface ToolParts {
   label: HTMLElement;
   status: HTMLElement;
   args: HTMLElement;
+  /** the arguments' (or the code's) section, and its label */
+  argsBox: HTMLDetailsElement;
+  argsLabel: HTMLElement;
+  /** the sections under the head (folded away with the card) */
+  body: HTMLElement;
+  /** started HH:MM:SS, then HH:MM:SS → duration */
+  timing: HTMLElement;
 }
 
 export interface BarParts {

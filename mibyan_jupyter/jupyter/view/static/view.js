@@ -8,11 +8,13 @@
 // kernel replays what was sent before this module was loaded. An op is a structural object
 // {op, ...}; or a delta [kind, id, text], which appends text to an element and makes it the
 // target; or a bare string, which appends to that target (kept from batch to batch: every
-// batch is applied, in order, from seq 0).
+// batch is applied, in order, from seq 0); or [chars, blocks], rendered blocks of the
+// target's text (a "blocks" op, see markdown.js).
 //
 // Model and tool output is untrusted. It reaches the page only as text (text nodes,
-// textContent), with two exceptions: a finished message's HTML, which the kernel sanitized
-// with nh3, and image sources, which must be PNG data: URLs (validated in the kernel too).
+// textContent), with two exceptions: a reply that arrived whole, whose HTML the kernel sanitized
+// with nh3 (a streamed one is built from whitelisted elements, markdown.js), and image sources,
+// which must be PNG data: URLs (validated in the kernel too).
 
 // The ops of `batch` as objects ({op: kind, id, text} for a delta), or null when it is not
 // the batch `cursor` ({next, target}) expects. Pure, so it can be tested without a page.
@@ -30,6 +32,11 @@ export function unpack(batch, cursor) {
   for (const item of batch.slice(1)) {
     if (typeof item === "string") {
       if (cursor.target) ops.push({ op: cursor.target[0], id: cursor.target[1], text: item });
+    } else if (Array.isArray(item) && typeof item[0] === "number") {
+      // [chars, blocks]: blocks of the target's text (outbox.py; markdown.js builds them)
+      if (cursor.target && cursor.target[0] === "text") {
+        ops.push({ op: "blocks", id: cursor.target[1], chars: item[0], blocks: String(item[1]) });
+      }
     } else if (Array.isArray(item)) {
       cursor.target = [item[0], item[1]];
       ops.push({ op: item[0], id: item[1], text: item[2] });
@@ -63,10 +70,12 @@ function runHandlers(parts) {
       if (op.demo && !parts.header.querySelector(".mibyan-demo-badge")) {
         parts.header.append(make("span", "mibyan-demo-badge", "demo model"));
       }
+      footerHeader(parts, op); // cards.js: the footer's model and session parts
     },
     run(op) {
       parts.root.dataset.status = op.status;
       if (op.status === "done") parts.stop.hidden = true;
+      footerStatus(parts, op.status);
     },
     user(op) {
       parts.body.append(make("div", "mibyan-user", op.text));
@@ -110,7 +119,7 @@ function runHandlers(parts) {
 /**
  * The ops of an assistant message: its start, streamed text and thinking, end, restart.
  * @param {Parts} parts
- * @returns {Pick<Handlers, "assistant" | "text" | "thinking" | "final" | "clear">}
+ * @returns {Pick<Handlers, "assistant" | "text" | "blocks" | "thinking" | "final" | "clear">}
  */
 function messageHandlers(parts) {
   return {
@@ -118,7 +127,10 @@ function messageHandlers(parts) {
       message(parts, op.id);
     },
     text(op) {
-      message(parts, op.id).text.append(op.text);
+      streamText(message(parts, op.id).text, op.text); // markdown.js: the open block
+    },
+    blocks(op) {
+      applyBlocks(message(parts, op.id).text, op); // completed blocks, rendered
     },
     thinking(op) {
       const m = message(parts, op.id);
@@ -127,7 +139,15 @@ function messageHandlers(parts) {
     },
     final(op) {
       const m = message(parts, op.id);
-      m.text.innerHTML = op.html; // sanitized by the kernel (nh3)
+      // A streamed reply is already rendered (blocks); one sent whole comes as HTML the
+      // kernel sanitized (nh3), with its code blocks given their actions here.
+      if (op.html) {
+        m.text.innerHTML = op.html;
+        for (const pre of m.text.querySelectorAll("pre.mibyan-code")) {
+          const code = pre.querySelector("code")?.textContent || "";
+          codeActions(/** @type {HTMLElement} */ (pre), code);
+        }
+      }
       m.text.classList.add("mibyan-rendered");
       if (op.thinking) {
         m.thought.textContent = op.thinking;
@@ -136,7 +156,7 @@ function messageHandlers(parts) {
     },
     clear(op) {
       const m = message(parts, op.id);
-      m.text.replaceChildren();
+      resetText(m.text);
       m.thought.replaceChildren();
       m.thinking.hidden = true;
       for (const id of op.calls) {
@@ -154,32 +174,22 @@ function messageHandlers(parts) {
  * @returns {Pick<Handlers, "tool" | "args" | "status" | "tool_output" | "result" | "page" | "approval" | "decided">}
  */
 function toolHandlers(parts, model) {
+  // The cards themselves are cards.js's (toolCard, approvalCard, decideCard...).
   return {
     tool(op) {
-      const t = tool(parts, op.id, op.name);
-      if (typeof op.args === "string") t.args.textContent = op.args;
+      toolArgs(tool(parts, op.id, op.name), op);
     },
     args(op) {
       tool(parts, op.id).args.append(op.text);
     },
     status(op) {
-      const t = tool(parts, op.id);
-      t.status.textContent = op.status;
-      t.node.dataset.status = op.status;
+      toolStatus(tool(parts, op.id), op);
     },
     tool_output(op) {
       toolOutput(tool(parts, op.id).node, op);
     },
     result(op) {
-      const t = tool(parts, op.id);
-      t.node.querySelector(".mibyan-tool-result")?.remove();
-      const details = make("details", "mibyan-tool-result");
-      const summary = make("summary", "", op.summary);
-      if (op.error) summary.classList.add("mibyan-error");
-      details.append(summary, make("pre", "", op.text));
-      if (op.more) details.append(make("div", "mibyan-more", `… ${op.more} more characters`));
-      if (op.spilled) details.append(spillButton(model, op));
-      t.node.append(details, images(op.images));
+      toolResult(parts, model, tool(parts, op.id), op);
     },
     page(op) {
       applyPage(tool(parts, op.id).node, op);
@@ -187,29 +197,19 @@ function toolHandlers(parts, model) {
     approval(op) {
       const t = tool(parts, op.id, op.name);
       t.node.querySelector(".mibyan-approval")?.remove();
-      t.node.append(approvalCard(model, op));
+      t.argsBox.after(approvalCard(parts, model, op));
+      refreshBatch(parts, model);
     },
     decided(op) {
-      const t = tool(parts, op.id);
-      /** @type {HTMLElement | null} */
-      let card = t.node.querySelector(".mibyan-approval");
-      if (!card) {
-        card = make("div", "mibyan-approval mibyan-approval-auto");
-        card.dataset.callId = op.id;
-        card.append(make("div", "mibyan-approval-outcome"));
-        t.node.append(card);
-      }
-      for (const control of controls(card)) control.disabled = true;
-      card.classList.add("mibyan-decided");
-      /** @type {HTMLElement | null} */
-      const outcome = card.querySelector(".mibyan-approval-outcome");
-      if (outcome) {
-        outcome.textContent = op.outcome;
-        outcome.dataset.approved = String(op.approved);
-      }
+      decideCard(tool(parts, op.id), op);
+      refreshBatch(parts, model);
     },
   };
 }
+
+/** After a Stop click, how long before the view says that Stop waits for running code. */
+const STOP_HINT_MS = 2000;
+const STOP_HINT = "Stopping when the running code returns: use Kernel > Interrupt to stop it now";
 
 /**
  * @param {{ model: Model, el: HTMLElement }} props
@@ -222,6 +222,11 @@ function render({ model, el }) {
     stop.disabled = true;
     stop.textContent = "Stopping…";
     model.send({ type: "stop" });
+    // Stop reaches blocking code only over a kernel subshell (jupyter/view/subshells.py);
+    // still running after STOP_HINT_MS: it waits for the code, so say how to stop it now.
+    setTimeout(() => {
+      if (!stop.hidden) stop.textContent = STOP_HINT;
+    }, STOP_HINT_MS);
   });
   /** @type {Handlers} */
   const apply = {
@@ -229,6 +234,7 @@ function render({ model, el }) {
     ...messageHandlers(parts),
     ...toolHandlers(parts, model),
     ...askHandlers(parts, model),
+    ...statsHandlers(parts),
   };
   /** @type {Cursor} */
   const cursor = { next: 0, target: null };
