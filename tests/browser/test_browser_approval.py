@@ -45,8 +45,12 @@ def test_approve_runs_the_tool_and_the_answer_has_its_result(lab: Lab) -> None:
 
     transcript = lab.wait_transcript(1)
     assert transcript.get_attribute("data-status") == "completed"
-    tool = text(transcript.locator(".mibyan-tool").first)
-    assert FORTY_TWO.search(tool), f"the tool block has no result 42: {tool!r}"
+    # The code blocks' own text (their Copy / Insert buttons are not part of it).
+    without_buttons = "(pre) => { const c = pre.cloneNode(true); c.querySelectorAll('button')"
+    without_buttons += ".forEach((b) => b.remove()); return c.textContent; }"
+    pres = transcript.locator(".mibyan-tool").first.locator("pre").all()
+    blocks = [pre.evaluate(without_buttons) for pre in pres]
+    assert any(FORTY_TWO.search(block) for block in blocks), f"no result 42 in {blocks!r}"
     answer = text(transcript.locator(".mibyan-assistant").last)
     assert re.search(r"run_python\W+returned\W+42\b", answer), (
         f"the final answer does not report the result: {answer!r}"

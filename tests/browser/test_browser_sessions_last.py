@@ -127,7 +127,13 @@ def test_notes_show_as_a_notice_never_as_a_you_message(
     users = [text(u).strip() for u in view.locator(".mibyan-user").all()]
     assert users == [prompt], f"a note was shown as something the user said: {users}"
     lab.screenshot("notes-as-notices")
-    deny_and_finish(lab, 1)
+    lab.view(1).locator(".mibyan-approval button.mibyan-deny").click()
+    # The fourth call used the last turn: the run pauses and asks before its summary.
+    lab.wait_while_running(
+        1, "(cell) => !!cell.node.querySelector('.mibyan-view .mibyan-ask')", "budget ask card"
+    )
+    lab.view(1).locator(".mibyan-ask button.mibyan-ask-choice[data-value='summarize']").click()
+    lab.wait_transcript(1)
     body = str(server.requests[3].body)
     assert "[budget]" in body, "the warning was sent with the fourth request"
 
