@@ -172,6 +172,9 @@ class PageOp(TypedDict):
     """The tool call whose card asked."""
     offset: int
     text: str
+    next: int
+    """Where the next chunk starts in the full text: ``offset`` plus the characters read,
+    not ``len(text)`` (the outbox redacts ``text``, which can change its length)."""
     done: bool
     """No text after this chunk (the card stops offering more)."""
     error: str

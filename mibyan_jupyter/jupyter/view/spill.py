@@ -32,6 +32,22 @@ _log = logging.getLogger(__name__)
 PAGE_CHARS = 65_536
 """Characters per ``page`` op: one request stays a small comm message (~64 KB), and a
 multi-megabyte result is read only as far as the user asks."""
+BOUNDARY_SLACK = 512
+"""How far past :data:`PAGE_CHARS` a page may run to end at a space: the outbox redacts each
+op on its own, so a key cut in two by a page boundary would reach the page as two halves no
+redaction matches (keys hold no spaces: the same rule as the outbox's hold-back)."""
+
+
+def _cut(text: str) -> tuple[str, bool]:
+    """``text`` (read with the slack) cut at the first space at or after :data:`PAGE_CHARS`,
+    and whether nothing follows what is returned (the result's end was read)."""
+    ended = len(text) < PAGE_CHARS + BOUNDARY_SLACK  # asked for more than there was
+    if len(text) <= PAGE_CHARS:
+        return text, ended
+    end = next((i for i in range(PAGE_CHARS, len(text)) if text[i].isspace()), None)
+    if end is None:  # no space within the slack: a blob, sent as read
+        return text, ended
+    return text[: end + 1], ended and end + 1 == len(text)
 
 
 def spill_info(result: ToolMessage) -> tuple[str, int] | None:
@@ -74,12 +90,12 @@ class SpillPager:
             result_id = self._kept.get(call_id)
         if result_id is None or offset < 0:
             return None
-        op = PageOp(op="page", id=call_id, offset=offset, text="", done=True, error="")
+        op = PageOp(op="page", id=call_id, offset=offset, text="", next=offset, done=True, error="")
         if self.results is None:
             op["error"] = "the full result cannot be read from here"
             return op
         try:
-            text = self.results.page(result_id, offset, PAGE_CHARS)
+            text = self.results.page(result_id, offset, PAGE_CHARS + BOUNDARY_SLACK)
         except Exception as error:  # a closed or locked store: say so on the card
             _log.warning("could not read result %s: %s", result_id, error)
             op["error"] = f"the full result could not be read: {error}"
@@ -87,5 +103,6 @@ class SpillPager:
         if text is None:
             op["error"] = "the full result is no longer kept"
             return op
-        op["text"], op["done"] = text, len(text) < PAGE_CHARS
+        op["text"], op["done"] = _cut(text)
+        op["next"] = offset + len(op["text"])  # before the outbox redacts the text
         return op

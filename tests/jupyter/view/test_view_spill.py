@@ -19,7 +19,7 @@ from mibyan_jupyter.core.messages import ToolMessage
 from mibyan_jupyter.core.results import RESULT_LIMIT, MemoryResults, spill
 from mibyan_jupyter.jupyter.state import reset_kernel_state
 from mibyan_jupyter.jupyter.view import AgentView
-from mibyan_jupyter.jupyter.view.spill import PAGE_CHARS
+from mibyan_jupyter.jupyter.view.spill import BOUNDARY_SLACK, PAGE_CHARS
 from mibyan_jupyter.store.results import SessionResults
 from mibyan_jupyter.store.sessions import SessionStore
 from mibyan_jupyter.testing import FakeCall, FakeProviderServer, FakeReply
@@ -64,8 +64,10 @@ def test_the_card_shows_the_preview_and_loads_the_whole_text_in_chunks(
         (page,) = expand(view, recorder, "c1", offset)
         assert page["offset"] == offset
         assert page["error"] == ""
-        assert len(page["text"]) <= PAGE_CHARS
-        text, offset, pages = text + page["text"], offset + len(page["text"]), pages + 1
+        assert len(page["text"]) <= PAGE_CHARS + BOUNDARY_SLACK
+        assert page["done"] or page["text"][-1].isspace()  # a page ends at a space
+        assert page["next"] == offset + len(page["text"])  # nothing here is redacted
+        text, offset, pages = text + page["text"], page["next"], pages + 1
         if page["done"]:
             break
     assert text == BIG
@@ -187,5 +189,31 @@ def test_a_cell_pages_a_spilled_result_from_the_session_store_while_it_runs(
     assert page["error"] == ""
     assert page["offset"] == 0
     assert page["text"] == BIG[: len(page["text"])]
-    assert len(page["text"]) == PAGE_CHARS
+    assert PAGE_CHARS <= len(page["text"]) <= PAGE_CHARS + BOUNDARY_SLACK
     assert all(len(r.raw) < len(BIG) for r in fake_provider.requests)  # never the whole
+
+
+def test_a_key_across_a_page_boundary_is_redacted_in_both_pages(
+    recorder: Recorder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The outbox redacts each op on its own: a page must not cut a key in two halves
+    that no redaction matches (a page ends at a space, up to the slack)."""
+    key = "sk-proj-" + "Zq9" * 12
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    text = "x" * (PAGE_CHARS - 10) + " " + key + " tail\n" + "y " * 40_000
+    view = AgentView(HEADER)
+    store = MemoryResults()
+    view.read_results_from(store)
+    kept = spill(ToolMessage(tool_call_id="k", name="read_file", content=text), store, 16_000)
+    view(ToolExecutionEnd(call_id="k", name="read_file", result=kept, is_error=False))
+    pages, offset = [], 0
+    while True:
+        (page,) = expand(view, recorder, "k", offset)
+        pages.append(page["text"])
+        offset = page["next"]  # the redacted text is shorter than what was read
+        if page["done"]:
+            break
+    shown = "".join(pages)
+    assert key not in shown
+    assert all(key[:12] not in p and key[-12:] not in p for p in pages), "no half of it either"
+    assert shown.count("tail") == 1

@@ -120,6 +120,7 @@ export interface PageOp {
   id: string;
   offset: number;
   text: string;
+  next: number;
   done: boolean;
   error: string;
 }

@@ -178,7 +178,7 @@ function applyPage(card, op) {
   } else {
     pre.append(op.text);
   }
-  more.dataset.next = String(op.offset + op.text.length);
+  more.dataset.next = String(op.next);
   if (op.done) {
     more.remove();
     return;
