@@ -21,9 +21,23 @@ naive widget's value). How the stream feels: "upd/s" is the mean number of messa
 second while the text flows, "gap s" the longest time between two of them, "lag ms" the
 mean time a token waits in the kernel before it is sent.
 
-``--sweep`` measures the throttle's two knobs (characters a timed flush waits for, and its
-longest delay) at several rates, to choose them. The last line of output is one JSON object
-with the figures.
+``--sweep`` measures the throttle's knobs (characters a timed flush waits for, the mean
+wait it aims at, its longest delay) on the Markdown reply at several rates, to choose them.
+The last line of output is one JSON object with the figures.
+
+What bounds the ratio at slow rates is arithmetic, not the throttle or the Markdown: each
+comm message carries ~43 bytes of widget protocol JSON around its text (``{"method":
+"custom", "content": [seq, "…"]}``), the text itself costs 1.027 x its characters as JSON
+(escaped newlines and quotes, UTF-8) and the rendered blocks ~0.24 x. Messages sent every
+P seconds give a mean token lag of about P / 2 (plus the held-back word), so a mean lag
+<= 250 ms needs P <= ~0.5 s. At 30 tokens/s (~138 characters a second on the corpus) that
+is >= 43 / (138 x 0.5) = 0.62 of overhead: the ratio is >= 1.027 + 0.24 + 0.62 = 1.89
+(1.65 with no Markdown at all), and 1.5 would need P >= 1.34 s, a mean lag near 0.7 s. At
+100 tokens/s (~459 characters a second) the floor is 1.027 + 0.24 + 43 / (459 x 0.5) =
+1.45, so 1.5 needs P >= 0.42 s: a lag of ~235-250 ms, right at the limit. Measured (this
+throttle, 384 characters, mean wait 0.22 s, 0.4 s at most): 2.246 / 1.535 / 1.371 at 30 /
+100 / 1,000 tokens/s, mean lag 242 / 218 / 45 ms; the fixed 128-character / 0.25 s
+throttle before it: 2.456 / 1.655 / 1.454 at 215 / 156 / 29 ms.
 """
 
 from __future__ import annotations
@@ -69,11 +83,12 @@ def events(pieces: list[str]) -> list[Any]:
 
 
 def max_per_second(times: list[float]) -> int:
-    """Most messages in any half-open 1 s window (a hair shorter, for float sums)."""
+    """Most messages in any half-open 1 s window (exact: no slack for float sums, the
+    throttle leaves none either)."""
     times = sorted(times)
     best = start = 0
     for end, t in enumerate(times):
-        while t - times[start] >= 1 - 1e-9:
+        while t - times[start] >= 1:
             start += 1
         best = max(best, end - start + 1)
     return best
@@ -137,6 +152,7 @@ def ours_simulated(
     *,
     min_chars: int | None = None,
     max_delay: float | None = None,
+    lag: float | None = None,
     markdown: bool = False,
 ) -> dict[str, Any]:
     """``markdown``: the reply is real Markdown (:mod:`_markdown_corpus`), else words."""
@@ -149,6 +165,7 @@ def ours_simulated(
         outbox.schedule = fake.schedule
         outbox.min_chars = outbox.min_chars if min_chars is None else min_chars
         outbox.max_delay = outbox.max_delay if max_delay is None else max_delay
+        outbox.lag = outbox.lag if lag is None else lag
         view.display()  # no IPython shell: only flushes the header
         rec.sizes.clear()
         pieces = markdown_tokens(n) if markdown else tokens(n)
@@ -242,17 +259,22 @@ def envelope_bytes() -> int:
 
 
 def sweep(n: int) -> None:
-    """Bytes/text, updates a second and lag for each (min_chars, max_delay) and rate."""
+    """Bytes/text, updates a second and mean lag on the Markdown reply for each
+    (min_chars, lag, max_delay) and rate."""
     rates = (30, 100, 300, 1_000)
-    print(f"{n:,} tokens; per rate: bytes/text, updates/s, mean lag ms\n")
-    print(f"{'chars':>5} {'delay':>5}  " + "  ".join(f"{r:>5,} tok/s {'':>10}" for r in rates))
-    for min_chars in (32, 64, 96, 128, 192, 256):
-        for max_delay in (0.2, 0.25, 0.33):
-            cells = []
-            for rate in rates:
-                r = ours_simulated(n, rate, min_chars=min_chars, max_delay=max_delay)
-                cells.append(f"{r['ratio']:5.2f} {r['updates_per_s']:5.1f} {r['lag_ms']:5.0f}")
-            print(f"{min_chars:>5} {max_delay:>5}  " + "    ".join(cells))
+    print(f"{n:,} tokens of Markdown; per rate: bytes/text, updates/s, mean lag ms\n")
+    head = "  ".join(f"{r:>5,} tok/s {'':>10}" for r in rates)
+    print(f"{'chars':>5} {'lag':>5} {'delay':>5}  {head}")
+    for min_chars in (128, 256, 384, 512):
+        for lag in (0.15, 0.2, 0.22, 0.25):
+            for max_delay in (0.25, 0.4):
+                cells = []
+                for rate in rates:
+                    r = ours_simulated(
+                        n, rate, min_chars=min_chars, lag=lag, max_delay=max_delay, markdown=True
+                    )
+                    cells.append(f"{r['ratio']:5.2f} {r['updates_per_s']:5.1f} {r['lag_ms']:5.0f}")
+                print(f"{min_chars:>5} {lag:>5} {max_delay:>5}  " + "    ".join(cells))
 
 
 def main() -> None:

@@ -21,17 +21,11 @@ addressed by a block index); our events and :class:`AssistantMessage` are flatte
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
-from typing import Any, Final, Literal
-
-from pydantic_core import from_json
+from typing import Any, Final
 
 from mibyan_jupyter.core.messages import (
     AssistantMessage,
-    FunctionCall,
     StopReason,
-    Thinking,
-    ToolCall,
     Usage,
 )
 from mibyan_jupyter.core.safe_text import clean_text
@@ -49,6 +43,16 @@ from mibyan_jupyter.core.stream import (
     ToolCallStart,
 )
 from mibyan_jupyter.core.transcript import unique_call_id
+from mibyan_jupyter.providers._anthropic_blocks import (
+    StreamBlock,
+    apply_raw,
+    close_raw,
+    json_object,
+    loads,
+    map_stop_reason,
+    thinking_of,
+    tool_call,
+)
 from mibyan_jupyter.providers.base import SseEvent
 from mibyan_jupyter.providers.errors import (
     ErrorKind,
@@ -59,22 +63,6 @@ from mibyan_jupyter.providers.errors import (
 
 API: Final = "anthropic_messages"
 
-_STOP_REASONS: Final[dict[str, StopReason]] = {
-    "end_turn": "stop",
-    "stop_sequence": "stop",
-    "pause_turn": "stop",
-    "tool_use": "tool_use",
-    "max_tokens": "length",
-    "model_context_window_exceeded": "length",
-    "refusal": "error",
-}
-
-
-def map_stop_reason(raw: str | None) -> StopReason:
-    """Our stop reason for Anthropic's; an unknown or missing one is a normal stop (new
-    reasons appear over time and should not fail a finished reply)."""
-    return _STOP_REASONS.get(raw or "", "stop")
-
 
 def error_kind(error_type: str, message: str) -> ErrorKind:
     """Classify an Anthropic error ``type`` (the same types in HTTP error bodies and in
@@ -84,32 +72,6 @@ def error_kind(error_type: str, message: str) -> ErrorKind:
     if error_type == "permission_error":
         return classify_status(403, message, error_type)
     return classify_stream_error(message, error_type or None)
-
-
-def _loads(data: str) -> object:
-    """``from_json`` is the fast path; ``json.loads`` takes what it refuses but JSON allows
-    (a lone surrogate escape, as a split emoji arrives: the loop cleans it)."""
-    try:
-        return from_json(data)
-    except ValueError:
-        return json.loads(data)
-
-
-def json_object(value: object) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-@dataclass(slots=True)
-class _Block:
-    kind: Literal["text", "thinking", "redacted", "tool", "ignored"]
-    raw: dict[str, Any]
-    """The block as the API sent it, deltas applied (what a continuation sends back)."""
-    parts: list[str] = field(default_factory=list)
-    secret: str | None = None
-    """The signature of a thinking block, the data of a redacted one."""
-    call: int = -1
-    call_id: str = ""
-    name: str = ""
 
 
 class AnthropicParser:
@@ -135,9 +97,9 @@ class AnthropicParser:
         self._started = False
         self._done = False
         self._stop: str | None = None
-        self._blocks: list[_Block] = []  # in stream order, server tool blocks left out
-        self._raw: list[_Block] = []  # every block in stream order, server tool blocks too
-        self._open: dict[int, _Block] = {}
+        self._blocks: list[StreamBlock] = []  # in stream order, server tool blocks left out
+        self._raw: list[StreamBlock] = []  # every block in stream order, server tool blocks too
+        self._open: dict[int, StreamBlock] = {}
         self._prev = ""  # kind of the previous block, to set text blocks apart
         self._usage = {"input": 0, "output": 0, "cache_read": 0, "cache_write": 0}
         self._before = Usage()  # what the paused requests this one continues used
@@ -171,7 +133,7 @@ class AnthropicParser:
 
     def feed(self, event: SseEvent) -> list[StreamEvent]:
         try:
-            return self._dispatch(json_object(_loads(event.data)), event.event)
+            return self._dispatch(json_object(loads(event.data)), event.event)
         except (ValueError, TypeError):  # invalid JSON, or a field of the wrong type
             raise ProviderError("format_error", f"malformed {event.event!r} stream event") from None
 
@@ -218,7 +180,7 @@ class AnthropicParser:
         btype = start.get("type")
         raw = dict(start)
         if btype == "text":
-            block = _Block("text", raw)
+            block = StreamBlock("text", raw)
             out.append(TextStart())
             if self._prev not in ("", "text") and any(
                 b.kind == "text" and b.parts for b in self._blocks
@@ -226,11 +188,11 @@ class AnthropicParser:
                 self._text(block, "\n\n", out)
             self._text(block, start.get("text") or "", out)
         elif btype == "thinking":
-            block = _Block("thinking", raw, secret=start.get("signature") or None)
+            block = StreamBlock("thinking", raw, secret=start.get("signature") or None)
             out.append(ThinkingStart())
             self._thinking(block, start.get("thinking") or "", out)
         elif btype == "redacted_thinking":
-            block = _Block("redacted", raw, secret=start.get("data"))
+            block = StreamBlock("redacted", raw, secret=start.get("data"))
             out.append(ThinkingStart())
         elif btype == "tool_use":
             tools = [b for b in self._blocks if b.kind == "tool"]
@@ -239,12 +201,14 @@ class AnthropicParser:
                 raise TypeError("a tool_use block needs a string id and name")
             call_id = clean_text(unique_call_id(wire_id, {b.call_id for b in tools}))
             raw["id"] = call_id  # a continuation sends the block back with the same id
-            block = _Block("tool", raw, call=len(tools), call_id=call_id, name=clean_text(name))
+            block = StreamBlock(
+                "tool", raw, call=len(tools), call_id=call_id, name=clean_text(name)
+            )
             out.append(ToolCallStart(index=block.call, id=block.call_id, name=block.name))
             if start.get("input"):  # a non-streamed block carries its input whole
                 self._arguments(block, json.dumps(start["input"]), out)
         else:  # server tools and their results run on Anthropic's side
-            block = self._open[index] = _Block("ignored", raw)
+            block = self._open[index] = StreamBlock("ignored", raw)
             self._raw.append(block)
             self._prev = str(btype)
             return
@@ -253,9 +217,9 @@ class AnthropicParser:
         self._raw.append(block)
         self._prev = block.kind
 
-    def _delta(self, block: _Block, delta: dict[str, Any], out: list[StreamEvent]) -> None:
+    def _delta(self, block: StreamBlock, delta: dict[str, Any], out: list[StreamEvent]) -> None:
         dtype = delta.get("type")
-        _apply_raw(block, delta)
+        apply_raw(block, delta)
         if dtype == "text_delta" and block.kind == "text":
             self._text(block, delta.get("text") or "", out)
         elif dtype == "input_json_delta" and block.kind == "tool":
@@ -267,25 +231,25 @@ class AnthropicParser:
         # citations_delta and deltas of ignored blocks: nothing to show
 
     @staticmethod
-    def _text(block: _Block, text: str, out: list[StreamEvent]) -> None:
+    def _text(block: StreamBlock, text: str, out: list[StreamEvent]) -> None:
         if text:
             block.parts.append(text)
             out.append(TextDelta(delta=text))
 
     @staticmethod
-    def _thinking(block: _Block, text: str, out: list[StreamEvent]) -> None:
+    def _thinking(block: StreamBlock, text: str, out: list[StreamEvent]) -> None:
         if text:
             block.parts.append(text)
             out.append(ThinkingDelta(delta=text))
 
     @staticmethod
-    def _arguments(block: _Block, text: str, out: list[StreamEvent]) -> None:
+    def _arguments(block: StreamBlock, text: str, out: list[StreamEvent]) -> None:
         if text:
             block.parts.append(text)
             out.append(ToolCallDelta(index=block.call, delta=text))
 
-    def _end(self, block: _Block, out: list[StreamEvent]) -> None:
-        _close_raw(block)
+    def _end(self, block: StreamBlock, out: list[StreamEvent]) -> None:
+        close_raw(block)
         if block.kind == "text":
             out.append(TextEnd())
         elif block.kind == "thinking":
@@ -293,7 +257,7 @@ class AnthropicParser:
         elif block.kind == "redacted":
             out.append(ThinkingEnd(encrypted=block.secret, redacted=True))
         elif block.kind == "tool":
-            out.append(ToolCallEnd(index=block.call, call=_tool_call(block)))
+            out.append(ToolCallEnd(index=block.call, call=tool_call(block)))
 
     def _take_usage(self, usage: dict[str, Any]) -> None:
         for key, name in (
@@ -320,51 +284,11 @@ class AnthropicParser:
         blocks = self._blocks
         return AssistantMessage(
             content="".join(p for b in blocks if b.kind == "text" for p in b.parts) or None,
-            tool_calls=tuple(_tool_call(b) for b in blocks if b.kind == "tool"),
-            thinking=tuple(_thinking(b) for b in blocks if b.kind in ("thinking", "redacted")),
+            tool_calls=tuple(tool_call(b) for b in blocks if b.kind == "tool"),
+            thinking=tuple(thinking_of(b) for b in blocks if b.kind in ("thinking", "redacted")),
             stop_reason=stop,
             usage=self.usage,
             error_message=error,
             model=self._model,
             api=API,
         )
-
-
-def _tool_call(block: _Block) -> ToolCall:
-    """The call with its arguments text as streamed, made valid Unicode (core/safe_text.py);
-    no fragments at all means ``{}``."""
-    arguments = clean_text("".join(block.parts))
-    if not arguments.strip():
-        arguments = "{}"
-    return ToolCall(id=block.call_id, function=FunctionCall(name=block.name, arguments=arguments))
-
-
-def _apply_raw(block: _Block, delta: dict[str, Any]) -> None:
-    """Apply a delta to the block as the API would have sent it whole. JSON input (of a
-    tool call or a server tool call) is gathered as text and parsed when the block ends."""
-    raw, dtype = block.raw, delta.get("type")
-    for name, key in (("text_delta", "text"), ("thinking_delta", "thinking")):
-        if dtype == name:
-            raw[key] = (raw.get(key) or "") + str(delta.get(key) or "")
-    if dtype == "signature_delta":
-        raw["signature"] = (raw.get("signature") or "") + str(delta.get("signature") or "")
-    elif dtype == "input_json_delta":
-        raw["_json"] = (raw.get("_json") or "") + str(delta.get("partial_json") or "")
-    elif dtype == "citations_delta" and isinstance(delta.get("citation"), dict):
-        raw["citations"] = [*(raw.get("citations") or ()), delta["citation"]]
-
-
-def _close_raw(block: _Block) -> None:
-    text = block.raw.pop("_json", None)
-    if text is None:
-        return
-    try:
-        block.raw["input"] = json_object(json.loads(text)) if text.strip() else {}
-    except ValueError:
-        block.raw["input"] = {}
-
-
-def _thinking(block: _Block) -> Thinking:
-    if block.kind == "redacted":
-        return Thinking(redacted=True, encrypted=block.secret)
-    return Thinking(text="".join(block.parts), signature=block.secret)

@@ -10,7 +10,11 @@ rather than degrade, so the conversion is strict about them:
 * thinking blocks go back with their signature, unchanged and first; thinking without an
   Anthropic signature (another API's reasoning) cannot be verified by Anthropic and is
   dropped;
-* ``max_tokens`` is required, and with extended thinking it must exceed the budget.
+* ``max_tokens`` is required, and with extended thinking it must exceed the budget. A
+  request that names its ``max_tokens`` (the budget gate's clamp: docs/architecture.md,
+  "Budgets") is never sent a larger one: the thinking budget is cut to fit under it, and
+  below Anthropic's minimum (1024) the request goes without thinking (logged). Only a
+  request that names none gets ``max_tokens`` raised above the thinking budget.
 
 Prompt caching follows Hermes' "system_and_3": a ``cache_control`` breakpoint on the system
 prompt and on the last block of each of the last three messages (at most four, Anthropic's
@@ -21,33 +25,34 @@ the end of the turn: the API asks for a follow-up request that ends with that re
 content blocks, exactly as sent (server tool blocks included), and the model goes on. The
 adapter of one model call keeps the paused reply (:meth:`AnthropicAdapter.continue_paused`)
 so the next body carries it and the next parser continues it; the loop sees one reply.
+The continuations share the request's ``max_tokens``: each is sent what the earlier parts
+left of it, and none is made once less than :data:`MIN_CONTINUATION_TOKENS` is left, so the
+reply's output stays inside the one reservation the gate made for the call.
 """
 
 from __future__ import annotations
 
 import json
-import re
+import logging
 from collections.abc import Sequence
-from typing import Any, Final, TypeAlias, assert_never
+from typing import Any, Final
 
 from mibyan_jupyter.core.messages import (
-    AssistantMessage,
-    Content,
-    ImagePart,
     Message,
     StopReason,
-    SystemMessage,
-    TextPart,
-    ToolMessage,
-    UserMessage,
 )
 from mibyan_jupyter.core.stream import ModelRequest, ThinkingLevel, ToolSpec
-from mibyan_jupyter.providers._anthropic_parse import AnthropicParser, json_object, map_stop_reason
+from mibyan_jupyter.providers._anthropic_blocks import json_object, map_stop_reason
+from mibyan_jupyter.providers._anthropic_convert import (
+    Block,
+    WireMessage,
+    append_blocks,
+    convert_messages,
+    mark_cache_breakpoints,
+)
+from mibyan_jupyter.providers._anthropic_parse import AnthropicParser
 from mibyan_jupyter.providers.base import ApiMode
 from mibyan_jupyter.providers.notes import add_anthropic_notes
-
-Block: TypeAlias = dict[str, Any]
-WireMessage: TypeAlias = dict[str, Any]
 
 ANTHROPIC_VERSION: Final = "2023-06-01"
 DEFAULT_MAX_TOKENS: Final = 8192
@@ -60,11 +65,14 @@ THINKING_BUDGETS: Final[dict[ThinkingLevel, int]] = {
     "high": 16384,
     "xhigh": 32000,
 }
-CACHED_MESSAGES: Final = 3
 MAX_CONTINUATIONS: Final = 8
 """Follow-up requests of one paused turn; after that the paused reply is kept as it is."""
+MIN_THINKING_BUDGET: Final = 1024
+"""Anthropic refuses a smaller ``budget_tokens``."""
+MIN_CONTINUATION_TOKENS: Final = 256
+"""Output tokens a continuation must have left to be worth sending (the gate's floor)."""
+_log = logging.getLogger(__name__)
 _NOT_WITH_THINKING: Final = ("temperature", "top_k")
-_TOOL_ID_CHARS: Final = re.compile(r"[^a-zA-Z0-9_-]")
 
 
 class AnthropicAdapter:
@@ -75,16 +83,34 @@ class AnthropicAdapter:
         self._last: AnthropicParser | None = None
         self._paused: AnthropicParser | None = None
         self._continuations = 0
+        self._max_tokens: int | None = None  # the request's, shared by its continuations
+        self._thinking = False  # the request's first body asked for thinking
 
     def continue_paused(self) -> bool:
         """After a reply that stopped with ``pause_turn``: make the next request continue
         it (its body ends with the reply's blocks, its parser starts from the reply).
-        False when the last reply was not paused or :data:`MAX_CONTINUATIONS` were made."""
+        False when the last reply was not paused, :data:`MAX_CONTINUATIONS` were made, or
+        the request's ``max_tokens`` is used up (less than a continuation's worth left,
+        or, with thinking on, too little for the minimum thinking budget)."""
         last = self._last
         if last is None or not last.paused or self._continuations >= MAX_CONTINUATIONS:
             return False
+        left = self._left(last)
+        if left is not None and (
+            left < MIN_CONTINUATION_TOKENS
+            or (self._thinking and thinking_budget(MIN_THINKING_BUDGET, left) is None)
+        ):
+            _log.info("pause_turn not continued: %d of max_tokens %s left", left, self._max_tokens)
+            return False
         self._paused, self._continuations = last, self._continuations + 1
         return True
+
+    def _left(self, reply: AnthropicParser | None) -> int | None:
+        """What the request's ``max_tokens`` leaves after the output of ``reply`` (the
+        paused parts so far); ``None``: the request named none."""
+        if self._max_tokens is None:
+            return None
+        return self._max_tokens - (reply.usage.output if reply is not None else 0)
 
     def forget_paused(self) -> None:
         """The reply starts over (a retry): the next request is the original one."""
@@ -102,11 +128,10 @@ class AnthropicAdapter:
         # the cached prefix (docs/architecture.md, "Prompt builder").
         add_anthropic_notes(messages, request.notes)
         if self._paused is not None:  # after the breakpoints: the paused blocks go back as-is
-            _append(messages, "assistant", self._paused.content_blocks())
-        budget = THINKING_BUDGETS.get(request.thinking_level)
-        max_tokens = request.max_tokens or DEFAULT_MAX_TOKENS
-        if budget is not None:
-            max_tokens = max(max_tokens, budget + ANSWER_ROOM)
+            append_blocks(messages, "assistant", self._paused.content_blocks())
+        else:
+            self._max_tokens = request.max_tokens
+        max_tokens, budget = self._limits(request)
         body: dict[str, Any] = {"model": model_id, "max_tokens": max_tokens, "stream": True}
         if system:
             body["system"] = system
@@ -123,34 +148,37 @@ class AnthropicAdapter:
                 body.pop(key, None)
         return body
 
+    def _limits(self, request: ModelRequest) -> tuple[int, int | None]:
+        """``(max_tokens, thinking budget)`` of the next body. A named ``max_tokens`` (less
+        what paused parts used) is a ceiling the thinking budget is cut to fit under; with
+        none, ``max_tokens`` is raised to leave :data:`ANSWER_ROOM` above the budget."""
+        wanted = THINKING_BUDGETS.get(request.thinking_level)
+        left = self._left(self._paused)
+        if left is None:
+            max_tokens = DEFAULT_MAX_TOKENS
+            if wanted is not None:
+                max_tokens = max(max_tokens, wanted + ANSWER_ROOM)
+            budget = wanted
+        else:
+            max_tokens = max(1, left)
+            budget = None if wanted is None else thinking_budget(wanted, max_tokens)
+            if wanted is not None and budget is None:
+                _log.info(
+                    "thinking %r not sent: max_tokens %d leaves less than the minimum "
+                    "thinking budget (%d) plus room for the answer",
+                    request.thinking_level,
+                    max_tokens,
+                    MIN_THINKING_BUDGET,
+                )
+        if self._paused is None:
+            self._thinking = budget is not None
+        return max_tokens, budget
+
     def convert_messages(
         self, system_prompt: str, messages: Sequence[Message]
     ) -> tuple[list[Block], list[WireMessage]]:
-        """``(system blocks, messages)``. A system message inside the history has nowhere
-        else to go in this API, so it becomes another system block."""
-        system = [_text(system_prompt)] if system_prompt else []
-        out: list[WireMessage] = []
-        awaiting: set[str] = set()  # tool_use ids of the last assistant message, unanswered
-        for message in messages:
-            if isinstance(message, SystemMessage):
-                if message.content:
-                    system.append(_text(message.content))
-            elif isinstance(message, UserMessage):
-                _append(out, "user", _content_blocks(message.content))
-            elif isinstance(message, AssistantMessage):
-                if not message.sendable:
-                    continue
-                blocks = _assistant_blocks(message)
-                _append(out, "assistant", blocks)
-                awaiting = {b["id"] for b in blocks if b["type"] == "tool_use"}
-            elif isinstance(message, ToolMessage):
-                call_id = _tool_id(message.tool_call_id)
-                if call_id in awaiting:
-                    awaiting.discard(call_id)
-                    _append(out, "user", [_tool_result(call_id, message)])
-            else:
-                assert_never(message)
-        return system, out
+        """``(system blocks, messages)`` (see :func:`._anthropic_convert.convert_messages`)."""
+        return convert_messages(system_prompt, messages)
 
     def convert_tools(self, tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
         return [
@@ -193,107 +221,9 @@ class AnthropicAdapter:
         return message, error_type if isinstance(error_type, str) else None
 
 
-def mark_cache_breakpoints(system: list[Block], messages: list[WireMessage]) -> None:
-    """Hermes' "system_and_3" (see the module doc). Thinking blocks cannot carry
-    ``cache_control``, so a message's last other block does."""
-    if system:
-        system[-1]["cache_control"] = {"type": "ephemeral"}
-    for message in messages[-CACHED_MESSAGES:]:
-        for block in reversed(message["content"]):
-            if block["type"] not in ("thinking", "redacted_thinking"):
-                block["cache_control"] = {"type": "ephemeral"}
-                break
-
-
-def _append(out: list[WireMessage], role: str, blocks: list[Block]) -> None:
-    """Add blocks, joining the previous message when it has the same role (alternation)."""
-    if not blocks:
-        return  # an empty message is rejected; there is nothing to say anyway
-    if out and out[-1]["role"] == role:
-        out[-1]["content"].extend(blocks)
-    else:
-        out.append({"role": role, "content": blocks})
-
-
-def _text(text: str) -> Block:
-    return {"type": "text", "text": text}
-
-
-def _content_blocks(content: Content) -> list[Block]:
-    """Text and image blocks; empty text is left out (Anthropic rejects empty blocks)."""
-    if isinstance(content, str):
-        return [_text(content)] if content else []
-    blocks: list[Block] = []
-    for part in content:
-        if isinstance(part, TextPart):
-            if part.text:
-                blocks.append(_text(part.text))
-        elif isinstance(part, ImagePart):
-            blocks.append(_image(part.image_url.url))
-        else:
-            assert_never(part)
-    return blocks
-
-
-def _image(url: str) -> Block:
-    """An image block from an OpenAI ``image_url``: data URLs become base64 sources, web
-    URLs url sources. Anything else becomes a note, so one odd image in the history does
-    not make every later request fail."""
-    if url.startswith("data:"):
-        header, _, data = url[5:].partition(",")
-        media_type, *params = header.split(";")
-        if "base64" in params and media_type.startswith("image/") and data:
-            source = {"type": "base64", "media_type": media_type, "data": data}
-            return {"type": "image", "source": source}
-        return _text(f"[image not sent: unsupported data URL ({header or 'no type'})]")
-    if url.startswith(("https://", "http://")):
-        return {"type": "image", "source": {"type": "url", "url": url}}
-    return _text("[image not sent: unsupported URL scheme]")
-
-
-def _assistant_blocks(message: AssistantMessage) -> list[Block]:
-    """Thinking (only when it came from this API: a signature is Anthropic's), text, then
-    tool calls with their parsed arguments (invalid JSON is sent as ``{}``; the tool
-    result already told the model what went wrong)."""
-    blocks: list[Block] = []
-    if message.api in (None, "anthropic_messages"):
-        for thinking in message.thinking:
-            if thinking.redacted and thinking.encrypted:
-                blocks.append({"type": "redacted_thinking", "data": thinking.encrypted})
-            elif not thinking.redacted and thinking.signature:
-                blocks.append(
-                    {"type": "thinking", "thinking": thinking.text, "signature": thinking.signature}
-                )
-    if message.content:
-        blocks.append(_text(message.content))
-    for call in message.tool_calls:
-        try:
-            arguments = json.loads(call.function.arguments or "{}")
-        except ValueError:
-            arguments = {}
-        blocks.append(
-            {
-                "type": "tool_use",
-                "id": _tool_id(call.id),
-                "name": call.function.name,
-                "input": arguments if isinstance(arguments, dict) else {},
-            }
-        )
-    return blocks
-
-
-def _tool_id(call_id: str) -> str:
-    """Anthropic accepts ``[a-zA-Z0-9_-]+`` only; ids minted by other APIs may not fit."""
-    return _TOOL_ID_CHARS.sub("_", call_id) or "_"
-
-
-def _tool_result(call_id: str, message: ToolMessage) -> Block:
-    content: str | list[Block] = (
-        message.content if isinstance(message.content, str) else _content_blocks(message.content)
-    )
-    return {
-        "type": "tool_result",
-        "tool_use_id": call_id,
-        "content": content or "",
-        "is_error": message.is_error,
-    }
+def thinking_budget(wanted: int, max_tokens: int) -> int | None:
+    """The thinking budget that fits under ``max_tokens`` and still leaves the answer
+    room (:data:`ANSWER_ROOM`, or half of a smaller ``max_tokens``); ``None`` when that
+    is below Anthropic's minimum, :data:`MIN_THINKING_BUDGET`."""
+    budget = min(wanted, max_tokens - min(ANSWER_ROOM, max_tokens // 2))
+    return budget if budget >= MIN_THINKING_BUDGET else None

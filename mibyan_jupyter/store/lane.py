@@ -127,7 +127,10 @@ class WriteLane:
     def drain(self, timeout: float | None = None) -> bool:
         """Wait until every write is made (or the lane stopped); whether it was."""
         with self._cond:
-            return self._cond.wait_for(lambda: not self._queue or self.stopped is not None, timeout)
+            return self._cond.wait_for(
+                lambda: (not self._queue and not self._reporting) or self.stopped is not None,
+                timeout,
+            )
 
     def close(self) -> None:
         """Write nothing more: what is still queued is dropped."""

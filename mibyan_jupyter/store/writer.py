@@ -42,7 +42,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
-import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import assert_never
@@ -72,9 +71,10 @@ from mibyan_jupyter.core.notices import (
 )
 from mibyan_jupyter.store import writer_ops as ops
 from mibyan_jupyter.store.db import Database, StoreError
-from mibyan_jupyter.store.lane import RETRY_S, After, Op, Reports, WriteLane
+from mibyan_jupyter.store.lane import RETRY_S, Op, Reports, WriteLane
 from mibyan_jupyter.store.records import index_pending, new_id
-from mibyan_jupyter.store.writer_ops import ModelCall, provider_label
+from mibyan_jupyter.store.writer_calls import CallLedger, session_row, together
+from mibyan_jupyter.store.writer_ops import provider_label as provider_label  # tests import it
 
 _log = logging.getLogger(__name__)
 
@@ -108,32 +108,19 @@ class StoreWriter:
         patience: float = PATIENCE_S,
         retry: tuple[float, ...] = RETRY_S,
     ) -> None:
-        try:
-            row = db.conn.execute(
-                "SELECT model, (SELECT count(*) FROM messages WHERE session_id = ?)"
-                " FROM sessions WHERE id = ?",
-                (session_id, session_id),
-            ).fetchone()
-        except sqlite3.Error as error:
-            raise StoreError(
-                f"cannot read session {session_id!r} from {db.path}: {error}"
-            ) from None
-        if row is None:
-            # A programming error: found here, not as a foreign-key failure mid-run.
-            raise StoreError(f"no session {session_id!r} in {db.path}")
+        stored_model, stored_messages = session_row(db, session_id)
         self.db = db
         self.session_id = session_id
-        self.model: str | None = model if model is not None else row[0]
+        self.model: str | None = model if model is not None else stored_model
         self.fence: Fence | None = fence
         self.patience = patience
         self.last_seq: int | None = None
         """The sequence number of the last message written (durable when this is set)."""
-        self.stored_messages: int = int(row[1])
+        self.stored_messages: int = stored_messages
         """How many messages the session has in the store, as far as this writer knows:
         those it found, plus those it wrote (another writer's would make it stale)."""
         self._switch_listeners: list[SwitchListener] = []
-        self._call = ModelCall()
-        self._arguments: dict[str, str] = {}
+        self._calls = CallLedger()
         self._awaiting: set[str] = set()
         self._reports = Reports(session_id, _log)
         self._lane = WriteLane(
@@ -179,7 +166,7 @@ class StoreWriter:
         """A ledger row for a model call made outside the loop's events (the memory
         flushes): queued on the lane like every write, so a session's cost stays the sum
         of its ledger rows (docs/architecture.md, "Budgets")."""
-        op = self._billed(usage, model)
+        op = self._calls.billed(self.session_id, self.model, usage, model)
         if op is not None:
             self.write(op)
 
@@ -241,24 +228,24 @@ class StoreWriter:
         """Bookkeeping for ``event`` now, and the write it needs (``None``: none)."""
         match event:
             case AgentStart():
-                self._call = ModelCall()
+                self._calls.begin()
                 self._awaiting.clear()
                 return ops.status(self.session_id, "running")
             case CompactionNotice():
                 # The summary call's ledger row lands in the parent (the session that paid
                 # for it), in the same transaction as the move to the child.
-                billed = self._billed(event.usage, None)
-                self._call = ModelCall()
-                return _together(billed, self._compacted(event))
+                billed = self._calls.billed(self.session_id, self.model, event.usage, None)
+                self._calls.begin()
+                return together(billed, self._compacted(event))
             case TurnStart():
-                self._call = ModelCall()
+                self._calls.begin()
             case MessageEnd(message=AssistantMessage() as message):
-                return self._assistant_message(message)
+                return self._calls.assistant(self.session_id, self.model, message, self._inserted)
             case MessageEnd(message=message):
-                self._call = ModelCall()
+                self._calls.begin()
                 return ops.message(self.session_id, message, self._inserted)
             case ToolExecutionStart():
-                arguments = self._arguments.get(event.call_id)
+                arguments = self._calls.arguments.get(event.call_id)
                 return ops.tool_started(self.session_id, event, arguments)
             case ApprovalRequested():
                 self._awaiting.add(event.call_id)
@@ -274,15 +261,8 @@ class StoreWriter:
                 # (that doubled the cost of a durable append; see the migration).
                 self._lane.submit_call(lambda: index_pending(self.db))
                 return status
-            case RetryNotice():
-                op = self._billed(event.usage, event.model)
-                self._call.retries += 1
-                return op
-            case FallbackNotice():
-                op = self._billed(event.usage, event.from_model)
-                self._call.fallback_from = self._call.fallback_from or event.from_model
-                self._call.fallback_to = event.to_model
-                return op
+            case RetryNotice() | FallbackNotice():
+                return self._calls.attempt_failed(self.session_id, self.model, event)
             case MessageStart() | MessageUpdate() | ToolExecutionUpdate() | TurnEnd():
                 pass
             case BudgetUpdated() | NoteNotice():
@@ -318,62 +298,8 @@ class StoreWriter:
         self.last_seq = seq
         self.stored_messages += 1
 
-    # -- the writes (what each one writes: .writer_ops) ----------------------------------
-
-    def _assistant_message(self, message: AssistantMessage) -> Op:
-        call = self._call
-        requested = call.fallback_to or self.model or message.model
-        op = ops.assistant(
-            self.session_id,
-            message,
-            self._inserted,
-            requested=requested,
-            provider=provider_label(requested),
-            latency_ms=(time.perf_counter() - call.started) * 1000.0,
-            retries=call.retries,
-            fallback_from=call.fallback_from,
-        )
-        self._arguments = {c.id: c.function.arguments for c in message.tool_calls}
-        self._call = ModelCall()
-        return op
-
-    def _billed(self, usage: Usage | None, model: str | None) -> Op | None:
-        """The ledger row of an attempt its notice says was billed (``None``: nothing
-        known was used)."""
-        if usage is None:
-            return None
-        call = self._call
-        requested = call.fallback_to or self.model
-        return ops.attempt(
-            self.session_id,
-            usage,
-            model=model or requested,
-            provider=provider_label(requested),
-            latency_ms=(time.perf_counter() - call.started) * 1000.0,
-            retries=call.retries,
-            fallback_from=call.fallback_from,
-        )
-
     def _approval_resolved(self, event: ApprovalResolved) -> Op:
         was_awaiting = event.call_id in self._awaiting
         self._awaiting.discard(event.call_id)
         last = was_awaiting and not self._awaiting
         return ops.approval_resolved(self.session_id, event, last_pending=last)
-
-
-def _together(first: Op | None, second: Op | None) -> Op | None:
-    """Two writes as one (one transaction, in order); what each needs after the commit
-    runs in the same order."""
-    if first is None or second is None:
-        return first or second
-
-    def run(conn: sqlite3.Connection) -> After | None:
-        afters = [after for after in (first(conn), second(conn)) if after is not None]
-
-        def committed() -> None:
-            for after in afters:
-                after()
-
-        return committed if afters else None
-
-    return run

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from mibyan_jupyter.jupyter.kernel_tools.interrupts import STOPPED
+from mibyan_jupyter.jupyter.kernel_tools.interrupts import INTERRUPTED, STOPPED
 
 from .lab_driver import Lab
 
@@ -97,6 +97,11 @@ def test_interrupt_during_run_python_stops_run_all(lab: Lab) -> None:
     errors = lab.error_outputs(1)
     assert len(errors) == 1, errors
     assert errors[0].startswith("AgentInterrupted"), errors
+    kept = stored_tool_results(lab)[-1]  # the result the model sees keeps what was printed
+    for expected in (INTERRUPTED, "tick 1", "key=[redacted]"):
+        assert expected in kept, kept
+    assert "cancelled" not in kept, kept
+    assert SECRET not in kept, kept
     lab.screenshot("interrupted")
     time.sleep(1.0)  # Run All would have started the next cell by now
     assert lab.execution_count(2) is None, "Run All went on past the interrupted agent cell"

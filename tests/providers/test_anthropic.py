@@ -352,14 +352,22 @@ def test_thinking_budget_and_max_tokens(level: ThinkingLevel, max_tokens: int | 
         max_tokens=max_tokens,
         options={"temperature": 0.3, "top_k": 5, "top_p": 0.95},
     )
-    body = ADAPTER.build_body(req, "claude", prompt_caching=False)
-    budget = THINKING_BUDGETS[level]
-    assert body["thinking"] == {"type": "enabled", "budget_tokens": budget}
-    assert body["max_tokens"] > budget
-    assert body["max_tokens"] >= (max_tokens or 0)
-    assert "temperature" not in body
-    assert "top_k" not in body
+    body = AnthropicAdapter().build_body(req, "claude", prompt_caching=False)
+    wanted = THINKING_BUDGETS[level]
+    if max_tokens is None:  # raised to leave room for the answer
+        assert body["thinking"] == {"type": "enabled", "budget_tokens": wanted}
+        assert body["max_tokens"] == max(8192, wanted + 4096)
+    else:  # a named max_tokens is a ceiling: the budget is cut to fit (or dropped)
+        assert body["max_tokens"] == max_tokens
+        if max_tokens < 2048:
+            assert "thinking" not in body
+        else:
+            budget = body["thinking"]["budget_tokens"]
+            assert 1024 <= budget <= min(wanted, max_tokens - min(4096, max_tokens // 2))
     assert body["top_p"] == 0.95
+    if "thinking" in body:
+        assert "temperature" not in body
+        assert "top_k" not in body
 
 
 def test_options_merge_tool_choice_none_and_max_tokens() -> None:

@@ -40,9 +40,9 @@ from mibyan_jupyter.core.events import (
     ToolExecutionStart,
 )
 from mibyan_jupyter.core.messages import AssistantMessage, ToolCall, ToolMessage
-from mibyan_jupyter.core.results import SPILL_DETAILS_KEY, read_result_tool, spill
 from mibyan_jupyter.core.tools import CANCELLED
 
+from .batch_steps import kept_aside, truncated_callerror_result, would_ask
 from .execute import execute
 from .prepare import Outcome, Prepared, display_args, error_result, prepare_call
 from .sanitize import tool_message
@@ -50,13 +50,6 @@ from .scope import RunScope
 
 INTERRUPTED = "interrupted (KeyboardInterrupt in a tool)"
 """The abort reason of a run a tool's ``KeyboardInterrupt`` stopped."""
-
-
-def truncated_callerror_result(name: str) -> str:
-    return (
-        f"Tool call {name!r} was not executed: the response hit the output token limit, so "
-        "its arguments may be truncated. Re-issue the tool call with complete arguments."
-    )
 
 
 class ToolBatch:
@@ -164,7 +157,7 @@ class ToolBatch:
             for call in calls:
                 if self._stopping:
                     break
-                if self._asks(call):
+                if would_ask(call, self._scope):
                     await self._start(call)
                     ahead[call.id] = task = asyncio.ensure_future(self._prepare_guarded(call))
                     self._tasks.append(task)
@@ -196,7 +189,7 @@ class ToolBatch:
                 if self._stopping:
                     slots[index] = await self._finish(Outcome(call, error_result(CANCELLED)))
                     continue
-                if self._asks(call):  # asked now, run once approved
+                if would_ask(call, self._scope):  # asked now, run once approved
                     task = asyncio.ensure_future(self._prepare_and_finish(call))
                 else:
                     prepared = await self._prepare(call)
@@ -281,20 +274,6 @@ class ToolBatch:
             self._interrupt()
             return Outcome(call, error_result(CANCELLED))
 
-    def _asks(self, call: ToolCall) -> bool:
-        """Whether the approval policy would ask about ``call`` (judged on its arguments
-        as sent: a hook that changes them may change the answer, which only moves when
-        the question is put)."""
-        gate, tool = self._scope.config.approval, self._scope.tools.get(call.function.name)
-        if gate is None or tool is None:
-            return False
-        args = display_args(call)
-        return gate.would_ask(
-            call.function.name,
-            args if isinstance(args, dict) else {},
-            side_effects=tool.side_effects,
-        )
-
     async def _execute(self, prepared: Prepared) -> Outcome:
         return await execute(prepared, self._message, self._scope)
 
@@ -303,7 +282,7 @@ class ToolBatch:
         known = self.finished.get(call.id)
         if known is not None:  # already finished (its End may have been cancelled)
             return known
-        message = self._spilled(tool_message(call.id, call.function.name, result))
+        message = kept_aside(tool_message(call.id, call.function.name, result), self._scope)
         self.finished[call.id] = message
         await self._emit(
             ToolExecutionEnd(
@@ -311,24 +290,6 @@ class ToolBatch:
             )
         )
         return message
-
-    def _spilled(self, message: ToolMessage) -> ToolMessage:
-        """A large result kept aside, its preview in the transcript (core/results.py); a
-        store that fails keeps the result whole rather than losing it."""
-        config = self._scope.config
-        if config.result_store is None or config.result_limit is None:
-            return message
-        try:
-            kept = spill(message, config.result_store, config.result_limit)
-        except Exception:
-            return message
-        if (
-            kept.details
-            and SPILL_DETAILS_KEY in kept.details
-            and "read_result" not in (tools := self._scope.tools)
-        ):  # the preview says to call it: from the next call on, the model can
-            tools.add(read_result_tool(config.result_store))
-        return kept
 
     async def _emit_result(self, message: ToolMessage) -> ToolMessage:
         self._scope.append(message)

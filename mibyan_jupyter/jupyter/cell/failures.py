@@ -1,4 +1,5 @@
-"""How a ``%%agent`` cell ends when its run failed: one red line, so Run All stops there.
+"""How a ``%%agent`` cell ends when its run failed or was interrupted: one red line, so
+Run All stops there.
 
 A failed provider call used to end the cell "ok" (the view said "error", the cell did not),
 and Run All carried on into cells that needed the answer. Now a run whose end reason is
@@ -16,6 +17,13 @@ from mibyan_jupyter.core.messages import AssistantMessage, Message
 from mibyan_jupyter.secrets import REDACT
 
 SAVED = "the conversation so far is saved"
+
+
+class AgentInterrupted(Exception):
+    """Kernel > Interrupt stopped the run: one red line (and Run All stops here)."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"AgentInterrupted: {self}"]
 
 
 class AgentFailed(Exception):

@@ -14,13 +14,17 @@ import asyncio
 import logging
 import sys
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from mibyan_jupyter.core.events import AgentEnd
 from mibyan_jupyter.jupyter.cell.approver import approval_gate
 from mibyan_jupyter.jupyter.cell.cell_plan import CellPlan
 from mibyan_jupyter.jupyter.cell.context import flush_after_run, session_results
-from mibyan_jupyter.jupyter.cell.failures import AgentFailed, failure_line, internal_line
+from mibyan_jupyter.jupyter.cell.failures import (
+    AgentFailed,
+    AgentInterrupted,
+    failure_line,
+    internal_line,
+)
 from mibyan_jupyter.jupyter.cell.options import CellOptions, parse_cell_line
 from mibyan_jupyter.jupyter.cell.plan import configure_agent, plan_from_options, session_config
 from mibyan_jupyter.jupyter.cell.queued import (
@@ -29,6 +33,7 @@ from mibyan_jupyter.jupyter.cell.queued import (
     give_to_running,
     undeliver_leftovers,
 )
+from mibyan_jupyter.jupyter.cell.run_parts import HeaderFollower, RunMessages, await_run, uncancel
 from mibyan_jupyter.jupyter.cell.sessions import claim_session, open_session, user_facing
 from mibyan_jupyter.jupyter.kernel_tools import risk_note
 from mibyan_jupyter.jupyter.kernel_tools.live import LIVE, STOPS
@@ -45,22 +50,7 @@ from mibyan_jupyter.store.records import record_settings
 from mibyan_jupyter.store.resume import take_repair_report
 
 if TYPE_CHECKING:
-    from mibyan_jupyter.core.agent import Agent
-    from mibyan_jupyter.core.events import AgentEvent
-    from mibyan_jupyter.core.messages import Message
     from mibyan_jupyter.store.session_queries import SessionInfo
-
-WAKE_S = 0.2
-"""The kernel's loop wakes at least this often during a run, so Kernel > Interrupt is
-honoured at once even while a model takes its time (measured: without it, the interrupt
-waited for the next network event)."""
-
-
-class AgentInterrupted(Exception):
-    """Kernel > Interrupt stopped the run: one red line (and Run All stops here)."""
-
-    def _render_traceback_(self) -> list[str]:
-        return [f"AgentInterrupted: {self}"]
 
 
 async def run_cell(prompt: str, line: str = "", *, headless: bool = False) -> None:
@@ -156,7 +146,7 @@ async def _claim(
         view.finish([], status="error")
         raise user_facing(error) from None
     except (asyncio.CancelledError, KeyboardInterrupt):
-        _uncancel()
+        uncancel()
         view.finish([], status="interrupted")
         raise AgentInterrupted("interrupted (Kernel > Interrupt) before the run began") from None
     _tell(view, claim.lines)
@@ -224,7 +214,7 @@ async def _run(
     interrupted = False
     internal: Exception | None = None
     try:
-        interrupted = await _await_run(task, agent)
+        interrupted = await await_run(task, agent)
         interrupted = STOPS.take_interrupts() > 0 or interrupted  # in a tool: red line too
     except Exception as error:  # a bug of ours inside the run: one line, not a traceback
         internal = error
@@ -257,78 +247,6 @@ async def _run(
         raise AgentFailed(internal_line(internal))
     if agent.state.last_end_reason == "error":  # a provider or internal error: Run All stops
         raise AgentFailed(failure_line(added.messages()))
-
-
-class RunMessages:
-    """The messages one run added, as its ``AgentEnd`` lists them: not a slice of the
-    transcript, which a compaction inside the run rewrites in place (the slice would lose
-    the run's own messages). Until the end arrives (a run cut short before it), the
-    messages after those the transcript held when the run began."""
-
-    def __init__(self, agent: Agent) -> None:
-        self._agent = agent
-        self._before = len(agent.state.messages)
-        self._ended: tuple[Message, ...] | None = None
-
-    def __call__(self, event: AgentEvent) -> None:
-        if isinstance(event, AgentEnd):
-            self._ended = event.messages
-
-    def messages(self) -> list[Message]:
-        if self._ended is not None:
-            return list(self._ended)
-        return self._agent.state.messages[self._before :]
-
-
-class HeaderFollower:
-    """The view's header follows the writer to a compaction's child session, like the
-    kernel state does (docs/architecture.md, "Context compression"). The writer calls it
-    on its own thread: the header is sent from the run's loop."""
-
-    def __init__(self, view: AgentView, loop: asyncio.AbstractEventLoop) -> None:
-        self.view: AgentView | None = view
-        self._loop = loop
-
-    def __call__(self, _old_id: str, new_id: str) -> None:
-        view = self.view
-        if view is not None and not self._loop.is_closed():
-            self._loop.call_soon_threadsafe(view.set_session, new_id)
-
-
-def _uncancel() -> None:
-    """Forget a cancellation this task took (Kernel > Interrupt): the cell ends normally."""
-    current = asyncio.current_task()
-    if current is not None:
-        while current.cancelling():
-            current.uncancel()
-
-
-async def _await_run(task: asyncio.Task[Any], agent: Agent) -> bool:
-    """Wait for the run in short slices (SIGINT is only seen when the loop wakes); on
-    Kernel > Interrupt abort it, let it settle and return ``True``."""
-    try:
-        while not task.done():
-            await asyncio.wait({task}, timeout=WAKE_S)
-        task.result()
-        return False
-    except (asyncio.CancelledError, KeyboardInterrupt):
-        current = asyncio.current_task()
-        if current is not None:
-            while current.cancelling():
-                current.uncancel()
-        agent.abort("interrupted (Kernel > Interrupt)")
-        await _settle(task)
-        return True
-
-
-async def _settle(task: asyncio.Task[Any], limit: float = 10.0) -> None:
-    """Let an aborted run close its events and records; give up after ``limit`` seconds."""
-    try:
-        await asyncio.wait_for(asyncio.shield(task), limit)
-    except (asyncio.CancelledError, KeyboardInterrupt, TimeoutError):
-        task.cancel()
-    except Exception:
-        pass  # reported through the task's exception below / the view
 
 
 def _status(end_reason: str | None, *, stopped: bool, interrupted: bool) -> str:

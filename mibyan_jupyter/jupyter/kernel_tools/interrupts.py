@@ -16,6 +16,7 @@ from the click's thread); :func:`stopped` is its result, and the run ends "stopp
 
 from __future__ import annotations
 
+import asyncio
 import signal
 import threading
 from collections.abc import Callable, Iterator
@@ -61,6 +62,26 @@ def report(on_interrupt: Callable[[], None] | None, replaced: Replaced) -> None:
         on_interrupt()
     elif callable(replaced.handler) and replaced.handler is not signal.default_int_handler:
         replaced.handler(signal.SIGINT, None)
+
+
+def report_after_result(on_interrupt: Callable[[], None] | None, replaced: Replaced) -> None:
+    """:func:`report`, with ``on_interrupt`` called on the loop's next turn rather than
+    now. ``on_interrupt`` aborts the run, and an abort cancels the tool batch at its next
+    ``await``: called from inside the tool, that lands while the loop finishes the call
+    (its updates are flushed with an ``await``), so the batch records "cancelled" and the
+    model never sees what the code printed. Deferred, the loop takes the returned result
+    first (it records it before the call's End is emitted) and the abort then stops the
+    run as before. Without a running loop (the tool called directly) it is called now."""
+    if on_interrupt is None:
+        report(None, replaced)
+        return
+    STOPS.count_interrupt()
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        on_interrupt()
+        return
+    loop.call_soon(on_interrupt)
 
 
 def interrupted(

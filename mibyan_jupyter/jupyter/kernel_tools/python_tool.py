@@ -31,7 +31,7 @@ from mibyan_jupyter.jupyter.kernel_tools.interrupts import (
     STOPPED,
     interrupted,
     interruptible,
-    report,
+    report_after_result,
     stopped,
 )
 from mibyan_jupyter.jupyter.kernel_tools.live import LIVE, STOPS
@@ -72,8 +72,8 @@ def python_tools(
                 if STOPS.stopping():
                     return stopped(code=code)
                 return interrupted(on_interrupt, replaced, code=code)
-        if execution.interrupted and not by_stop:
-            report(on_interrupt, replaced)
+        if execution.interrupted and not by_stop:  # keep what it printed: see the function
+            report_after_result(on_interrupt, replaced)
         return python_result(code, execution, stopped=by_stop and execution.interrupted)
 
     return [run_python]

@@ -5,14 +5,18 @@ re-sends the whole text each time (quadratic bytes, a lagging page: 99.5 MB meas
 98 KB reply, see docs/architecture.md, "Streaming"). Here text deltas are appended to the pending batch (consecutive
 deltas of one element are joined into one op) and sent by an adaptive throttle:
 
-* never two timed flushes less than ``interval`` apart (at most 20 a second);
-* a timed flush waits until ``min_chars`` characters are pending, or until ``max_delay``
-  has passed since text last went out (so text that flows is shown at least 4 times a
-  second, and after a quiet spell the first delta goes out at once). Each message costs
-  ~40 bytes on top of its text (and ~480 more of Jupyter's own envelope), so a slow stream
-  sends fewer, fuller messages: bench/stream_wire.py measures the choice of 128 characters
-  and 0.25 s. A timed flush with no text to send (all held back, see below) sends nothing:
-  structural ops queued with ``now=False`` ride along with the next text;
+* never two timed flushes less than ``interval`` apart (at most 20 in any second, counted
+  exactly: the clock is compared as a difference, with no slack);
+* a timed flush goes when ``min_chars`` characters wait; else when the deltas waiting
+  (those the flush would send whole, not a held-back tail) have waited ``lag`` on average,
+  so the period adapts to the rate (about ``2 * lag`` however fast tokens come) and the
+  mean token lag stays near ``lag`` at every rate; else ``max_delay`` after text last went
+  out (so flowing text is shown at least every ``max_delay``, and after a quiet spell the
+  first delta goes out at once). Each message costs ~43 bytes on top of its text (and ~480
+  more of Jupyter's own envelope), so a slow stream sends fewer, fuller messages:
+  bench/stream_wire.py measures the choice (384 characters, 0.22 s, 0.4 s). A timed flush
+  with no text to send (all held back, see below) sends nothing: structural ops queued
+  with ``now=False`` ride along with the next text;
 * any other op (a tool card, an approval, a message's end) flushes as soon as the code that
   emits events yields to the loop, with everything pending before it, so the front end sees
   everything in the order it happened.
@@ -39,31 +43,21 @@ messages sent before the front end has loaded the view's module are lost, so the
 says which ``seq`` it expects when it renders and :meth:`Outbox.replay` sends the batches
 from there; the front end's target then is what it was when the kernel built that batch.
 
-Markdown: a reply's text (kind "text") is also rendered as it goes. Each piece of it sent
-is fed to a :class:`~mibyan_jupyter.export.markdown_stream.MarkdownStream`, and when blocks
-complete a :class:`.ops.BlocksOp` follows the text in the same batch; its ranges index the
-text exactly as sent (redacted, cut where the hold-back below cut it), which is what the
-front end has. The stream's end renders the open block too.
-
-Secrets: every string is redacted before it is sent. A key streamed in pieces would be cut
-by a flush and reach the page in two halves that no redaction matches, so a timed flush
-holds back the trailing run of non-space characters of each delta stream (keys contain no
-spaces) until a space or the end of that stream arrives; ops address elements by id, so a
-tail sent after a later op still lands where it belongs.
+Markdown and secrets (a reply's text rendered as it goes; the tail of a delta stream held
+back so that no flush cuts a key in two): :mod:`.delta_streams`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import re
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
 from mibyan_jupyter.export.markdown_stream import MarkdownStream
-from mibyan_jupyter.jupyter.view.ops import BlocksOp, DeltaKind, StructuralOp
+from mibyan_jupyter.jupyter.view.delta_streams import DeltaStream, Waiting
+from mibyan_jupyter.jupyter.view.ops import DeltaKind, StructuralOp
 from mibyan_jupyter.secrets import REDACT
 
 Batch: TypeAlias = list[Any]
@@ -78,11 +72,14 @@ Scheduler: TypeAlias = Callable[[float, Callable[[], None]], Cancel | None]
 when it cannot (no running loop): the outbox then flushes at the next event instead."""
 
 INTERVAL = 0.05
-MAX_DELAY = 0.25
-MIN_CHARS = 128
-_SPACE = re.compile(r"\s")
-_EARLY = 1e-6
-"""Slack for float sums: 0.02 + 0.05 may land a hair past 0.07."""
+MAX_DELAY = 0.4
+MIN_CHARS = 384
+LAG = 0.22
+_TICK = 1e-6
+"""The least delay of a timer set again because it fired a hair early (asyncio runs a
+timer up to its clock's resolution early, and float sums land a hair short): the
+throttle compares what its own clock says, so no two timed flushes are ever less than
+``interval`` apart (docs/architecture.md, "Streaming")."""
 
 
 def loop_scheduler(delay: float, fn: Callable[[], None]) -> Cancel | None:
@@ -92,19 +89,6 @@ def loop_scheduler(delay: float, fn: Callable[[], None]) -> Cancel | None:
     except RuntimeError:
         return None
     return loop.call_later(delay, fn).cancel
-
-
-@dataclass(slots=True)
-class _Stream:
-    """One element's streamed text (an assistant text, its thinking, a call's arguments)."""
-
-    parts: list[str] = field(default_factory=list)
-    held: list[str] = field(default_factory=list)
-    """The held-back tail: text after the last space sent (a list, so a long run without
-    spaces is not copied at every flush)."""
-    ended: bool = False
-    markdown: MarkdownStream | None = None
-    """A reply's text only: its blocks, rendered as they complete."""
 
 
 class Outbox:
@@ -117,6 +101,7 @@ class Outbox:
         interval: float = INTERVAL,
         max_delay: float = MAX_DELAY,
         min_chars: int = MIN_CHARS,
+        lag: float = LAG,
         clock: Callable[[], float] = time.monotonic,
         schedule: Scheduler = loop_scheduler,
     ) -> None:
@@ -124,13 +109,16 @@ class Outbox:
         self.interval = interval
         self.max_delay = max(max_delay, interval)
         self.min_chars = min_chars
+        self.lag = lag
+        self._waiting = Waiting()
+        """The deltas the next flush would send whole, and when they arrived."""
         self.clock = clock
         self.schedule = schedule
         self._pending: list[StructuralOp | StreamKey] = []
         """Ops, and (kind, id) keys of delta streams, in the order they happened."""
         self._pending_chars = 0
         """Characters of deltas added since the last flush."""
-        self._streams: dict[StreamKey, _Stream] = {}
+        self._streams: dict[StreamKey, DeltaStream] = {}
         self._target: StreamKey | None = None
         """The delta stream that a string op appends to, as the front end sees it."""
         self._sent: list[Batch] = []
@@ -175,13 +163,14 @@ class Outbox:
             stream = self._streams.get(key)
             if stream is None:
                 markdown = MarkdownStream() if kind == "text" else None
-                stream = self._streams[key] = _Stream(markdown=markdown)
+                stream = self._streams[key] = DeltaStream(markdown=markdown)
             elif stream.ended and not stream.held:
                 stream.ended = False  # the element streams again (a second text block)
             if not self._pending or self._pending[-1] != key:
                 self._pending.append(key)
             stream.parts.append(text)
             self._pending_chars += len(text)
+            self._waiting.arrived(stream, text, self.clock())
             self._throttle()
 
     def end_stream(self, kind: DeltaKind, ident: str) -> None:
@@ -191,6 +180,7 @@ class Outbox:
             if stream is None:
                 return
             stream.ended = True
+            self._waiting.make_ready(stream, len(stream.waiting))  # nothing is held back now
             unrendered = stream.markdown is not None and stream.markdown.open_text
             if (stream.held or unrendered) and (kind, ident) not in self._pending:
                 self._pending.append((kind, ident))
@@ -198,7 +188,10 @@ class Outbox:
     def discard(self, kind: DeltaKind, ident: str) -> None:
         """Forget what is pending or held of a stream (a reply that starts over)."""
         with self._lock:
-            self._streams.pop((kind, ident), None)
+            stream = self._streams.pop((kind, ident), None)
+            if stream is not None:
+                stream.held.clear()
+                self._waiting.sent_out(stream)  # its deltas wait no more
             self._pending = [item for item in self._pending if item != (kind, ident)]
 
     # -- sending --------------------------------------------------------------------------
@@ -209,23 +202,39 @@ class Outbox:
             self._flush()
 
     def _throttle(self) -> None:
-        """Flush now if due, else make sure one timer fires when it is due."""
-        full = self._pending_chars >= self.min_chars
-        due = self._last_text + (self.interval if full else self.max_delay)
+        """Flush now if due, else make sure one timer fires when it is due. Waits are
+        compared as differences of the clock, never with a slack, so no two timed flushes
+        are less than ``interval`` apart (21 never fit in one second)."""
         now = self.clock()
-        if due - now <= _EARLY:
+        due = self._due()
+        if now - self._last_text >= self.interval and now >= due:
             self._flush(timed=True)
-        elif due < self._timer_due:  # no timer yet, or one set before the text grew
+            return
+        due = max(due, self._last_text + self.interval)
+        if due < self._timer_due:  # no timer yet, or one set before the text grew
             if self._cancel_timer is not None:
                 self._cancel_timer()
-            self._cancel_timer = self.schedule(due - now, self._timer)
+            self._cancel_timer = self.schedule(max(due - now, _TICK), self._timer)
             self._timer_due = due if self._cancel_timer is not None else float("inf")
 
+    def _due(self) -> float:
+        """When the pending text should go: at once when ``min_chars`` wait; else when
+        the deltas waiting have waited ``lag`` on average (so the period adapts to the
+        rate: about ``2 * lag`` however fast tokens come, and fewer, fuller messages
+        for the same mean lag), or ``max_delay`` after text last went out (after a
+        quiet spell, that is now)."""
+        if self._pending_chars >= self.min_chars:
+            return -float("inf")
+        by_gap = self._last_text + self.max_delay
+        mean = self._waiting.mean_arrival()
+        return by_gap if mean is None else min(by_gap, mean + self.lag)
+
     def _timer(self) -> None:
+        """The timer fired: flush if due now (else it is set again for what is left)."""
         with self._lock:
             self._cancel_timer = None
             self._timer_due = float("inf")
-            self._flush(timed=True)
+            self._throttle()
 
     def _flush(self, *, timed: bool = False) -> None:
         """Send what is pending. A ``timed`` flush (the throttle's) sends only if it has
@@ -245,13 +254,15 @@ class Outbox:
                 batch.append(REDACT.scrub(item))
                 continue
             stream = self._streams.get(item)
-            text = REDACT(self._take(stream)) if stream is not None else ""
+            text = REDACT(stream.take()) if stream is not None else ""
+            if stream is not None:
+                self._waiting.sent_out(stream)
             if text:
                 batch.append(text if item == self._target else [item[0], item[1], text])
                 self._target = item
                 texts += 1
             if stream is not None and stream.markdown is not None:
-                rendered = _blocks(item[1], stream, text)
+                rendered = stream.blocks(item[1], text)
                 short = item == self._target  # the front end knows which element
                 batch.extend([op["chars"], op["blocks"]] if short else op for op in rendered)
                 texts += len(rendered)  # sent even by a timed flush: the renderer moved on
@@ -265,24 +276,6 @@ class Outbox:
         if texts:
             self._last_text = self.clock()
         self._send(batch)
-
-    @staticmethod
-    def _take(stream: _Stream) -> str:
-        """The text of ``stream`` to send now; keeps back what follows its last space
-        until the stream ends."""
-        new = "".join(stream.parts)
-        stream.parts.clear()
-        if stream.ended:
-            text = "".join(stream.held) + new
-            stream.held.clear()
-            return text
-        cut = _after_last_space(new)
-        if cut == 0:
-            stream.held.append(new)
-            return ""
-        text = "".join(stream.held) + new[:cut]
-        stream.held[:] = [new[cut:]] if cut < len(new) else []
-        return text
 
     def replay(self, first: int) -> int:
         """Send again the batches from ``first`` on; returns how many."""
@@ -304,22 +297,3 @@ class Outbox:
             self.closed = True
             self._sent.clear()
             self._streams.clear()
-
-
-def _blocks(ident: str, stream: _Stream, text: str) -> list[BlocksOp]:
-    """The blocks that ``text`` (just sent) completed, and the open block's when the stream
-    has ended and nothing of it is held back."""
-    assert stream.markdown is not None
-    done = [stream.markdown.feed(text) if text else None]
-    if stream.ended and not stream.held:
-        done.append(stream.markdown.finish())
-    return [
-        BlocksOp(op="blocks", id=ident, chars=chars, blocks=program)
-        for chars, program in filter(None, done)
-    ]
-
-
-def _after_last_space(text: str) -> int:
-    """Index just after the last whitespace character of ``text`` (0 if none)."""
-    match = _SPACE.search(text[::-1])
-    return 0 if match is None else len(text) - match.start()

@@ -4,13 +4,14 @@ One method per event kind, dispatched by an exhaustive ``match`` (a new event ty
 the type check here, not silently in the browser); every op is one of :mod:`.ops`' types.
 Handling a text delta costs O(delta): only ``event.delta`` is read, never the partial
 message the event also carries. User messages are shown as the agent takes them (the
-cell's prompt first, then steering and follow-ups): the events are the one source.
+cell's prompt first, then steering and follow-ups): the events are the one source. The
+tool and approval half (cards, statuses, live output, pending approvals) is
+:class:`.tool_ops.ToolOps`, which this one delegates to.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Mapping
 from typing import Any, assert_never
 
 from mibyan_jupyter.core.events import (
@@ -54,37 +55,20 @@ from mibyan_jupyter.core.stream import (
 from mibyan_jupyter.export.html import markdown_html
 from mibyan_jupyter.jupyter.view import texts as fmt
 from mibyan_jupyter.jupyter.view.header import ViewHeader
-from mibyan_jupyter.jupyter.view.media import tool_images
 from mibyan_jupyter.jupyter.view.ops import (
-    ApprovalOp,
     AssistantOp,
     ClearOp,
-    DecidedOp,
     DeltaKind,
     FinalOp,
     NoticeLevel,
     NoticeOp,
-    RunOp,
-    RunStatus,
-    StatusOp,
-    ToolOp,
-    ToolStatus,
     UserOp,
 )
 from mibyan_jupyter.jupyter.view.outbox import Outbox
-from mibyan_jupyter.jupyter.view.tool_cards import (
-    MessageClock,
-    ToolClock,
-    code_lang,
-    code_text,
-    powers_line,
-)
-from mibyan_jupyter.jupyter.view.tool_output import ToolOutputPump
+from mibyan_jupyter.jupyter.view.tool_cards import MessageClock
+from mibyan_jupyter.jupyter.view.tool_ops import NO_ARGS, ToolOps
+from mibyan_jupyter.jupyter.view.tool_ops import RiskNote as RiskNote  # live.py imports it here
 from mibyan_jupyter.secrets import REDACT
-
-RiskNote = Callable[[str, Mapping[str, Any]], str | None]
-_NO_ARGS: Any = object()
-"""A card made before its call's arguments are known (they stream in)."""
 
 _END_NOTES: dict[str, tuple[NoticeLevel, str]] = {
     "aborted": ("info", "Stopped."),
@@ -99,7 +83,6 @@ class EventOps:
     def __init__(self, outbox: Outbox, header: ViewHeader, *, risk_note: RiskNote | None) -> None:
         self._out = outbox
         self._header = header
-        self._risk_note = risk_note
         self._ids = itertools.count(1)
         self._message: str | None = None
         """The id of the assistant message being streamed."""
@@ -107,14 +90,13 @@ class EventOps:
         self._streamed_thinking = False
         self._streamed_text = False
         """Text of the message streamed: the outbox rendered it as blocks (no final HTML)."""
-        self._cards: set[str] = set()
-        self._denied: set[str] = set()
-        self._tool_clock = ToolClock()
+        self._tools = ToolOps(outbox, risk_note=risk_note)
         self._message_clock = MessageClock()
-        self.pending_approvals: set[str] = set()
-        self.ended = False
-        self.tool_output = ToolOutputPump(lambda op: outbox.add(op, now=False), outbox.flush)
+        self.pending_approvals = self._tools.pending_approvals
+        """The approvals asked and not yet decided (the view validates clicks with it)."""
+        self.tool_output = self._tools.output
         """What running tools print (from any thread, see .tool_output); updates too."""
+        self.ended = False
         """The run's end was shown (AgentEnd)."""
 
     def __call__(self, event: AgentEvent) -> None:
@@ -127,18 +109,18 @@ class EventOps:
             case MessageEnd():
                 self._end_message(event)
             case ToolExecutionStart():
-                if event.call_id not in self._cards:
+                if event.call_id not in self._tools.cards:
                     self._card(event.call_id, event.name, event.args)
-                self._running(event.call_id)
+                self._tools.running(event.call_id)
             case ToolExecutionUpdate():
-                self._tool_update(event)
+                self._tools.update(event)
             case ToolExecutionEnd():
                 self.tool_output.end(event.call_id)  # its last output, before the result
-                self._tool_end(event)
+                self._tools.end(event)
             case ApprovalRequested():
-                self._approval(event)
+                self._tools.approval(event)
             case ApprovalResolved():
-                self._resolved(event)
+                self._tools.resolved(event)
             case BudgetUpdated():
                 for op in fmt.budget_ops(event.budgets):
                     self._out.add(op)
@@ -185,7 +167,7 @@ class EventOps:
                 self._out.end_stream("thinking", ident)
             case ToolCallStart():
                 self._calls_by_index[event.index] = event.id
-                self._card(event.id, event.name, _NO_ARGS)
+                self._card(event.id, event.name, NO_ARGS)
             case ToolCallDelta():
                 call_id = self._calls_by_index.get(event.index)
                 if call_id is not None:
@@ -227,7 +209,7 @@ class EventOps:
         self._out.add(self._message_clock.stats(ident, message), now=False)
         self._out.add(final)
         for call in message.tool_calls:
-            if call.id not in self._cards:
+            if call.id not in self._tools.cards:
                 args = fmt.parsed_args(call.function.arguments)
                 self._card(call.id, call.function.name, args, msg=ident)
         usage = message.usage
@@ -248,7 +230,7 @@ class EventOps:
         calls = list(self._calls_by_index.values())
         for kind, key in self._streams(self._message):
             self._out.discard(kind, key)
-        self._cards.difference_update(calls)
+        self._tools.cards.difference_update(calls)
         self._calls_by_index = {}
         self._streamed_thinking = False
         self._streamed_text = False
@@ -259,88 +241,8 @@ class EventOps:
         calls: list[tuple[DeltaKind, str]] = [("args", c) for c in self._calls_by_index.values()]
         return [("text", ident), ("thinking", ident), *calls]
 
-    # -- tools and approvals --------------------------------------------------------------
-
     def _card(self, call_id: str, name: str, args: Any, *, msg: str | None = None) -> None:
-        """Create the tool card of ``call_id`` (status pending) or set its arguments
-        (``args`` parsed; a card shows code as code, see :mod:`.tool_cards`)."""
-        op = ToolOp(op="tool", id=call_id, name=name, msg=msg or self._message)
-        if args is not _NO_ARGS:
-            op["args"] = fmt.args_text(name, args)
-            lang = code_lang(name)
-            if lang is not None and code_text(name, args) is not None:
-                op["lang"] = lang
-        self._cards.add(call_id)
-        self._out.add(op)
-
-    def _status(self, call_id: str, status: ToolStatus) -> None:
-        self._out.add(StatusOp(op="status", id=call_id, status=status))
-
-    def _running(self, call_id: str, status: ToolStatus = "running") -> None:
-        """The call runs from now (started, or approved): the card's timing starts."""
-        started = self._tool_clock.begin(call_id)
-        self._out.add(StatusOp(op="status", id=call_id, status=status, started=started))
-
-    def _run(self, status: RunStatus) -> None:
-        self._out.add(RunOp(op="run", status=status))
-
-    def _tool_update(self, event: ToolExecutionUpdate) -> None:
-        """A partial result that is a chunk of output (``details={"stream": "stdout"}``, text
-        content) goes to the card's live output; other partials are not shown."""
-        partial = event.partial
-        details = getattr(partial, "details", None)
-        content = getattr(partial, "content", None)
-        stream = details.get("stream") if isinstance(details, Mapping) else None
-        if stream in ("stdout", "stderr") and isinstance(content, str):
-            self.tool_output.write(event.call_id, stream, content)
-
-    def _tool_end(self, event: ToolExecutionEnd) -> None:
-        result = fmt.result_op(event.call_id, event.result, tool_images(event.result))
-        if (seconds := self._tool_clock.seconds(event.call_id)) is not None:
-            result["seconds"] = seconds
-        self._out.add(result)
-        status: ToolStatus = "error" if event.is_error else "done"
-        if isinstance(event.result.details, Mapping) and event.result.details.get("stopped"):
-            status = "stopped"  # the Stop button ended it (kernel_tools/live.py)
-        self._status(event.call_id, "denied" if event.call_id in self._denied else status)
-
-    def _approval(self, event: ApprovalRequested) -> None:
-        args = event.args if isinstance(event.args, Mapping) else {}
-        risk = self._risk_note(event.name, args) if self._risk_note is not None else None
-        self.pending_approvals.add(event.call_id)  # before the card: a click may be quick
-        op = ApprovalOp(
-            op="approval",
-            id=event.call_id,
-            name=event.name,
-            args=fmt.args_text(event.name, event.args),
-            reason=event.reason,
-            risk=risk,
-        )
-        if (powers := powers_line(event.name)) is not None:
-            op["powers"] = powers
-        self._out.add(op)
-        self._status(event.call_id, "awaiting approval")
-        self._run("awaiting_approval")
-
-    def _resolved(self, event: ApprovalResolved) -> None:
-        self._out.add(
-            DecidedOp(
-                op="decided",
-                id=event.call_id,
-                approved=event.approved,
-                outcome=fmt.outcome_text(event),
-            )
-        )
-        if event.approved:
-            self._running(event.call_id, "approved")
-        else:
-            self._tool_clock.forget(event.call_id)  # it never ran: no time to show
-            self._status(event.call_id, "denied")
-            self._denied.add(event.call_id)
-        if event.call_id in self.pending_approvals:
-            self.pending_approvals.discard(event.call_id)
-            if not self.pending_approvals:
-                self._run("running")
+        self._tools.card(call_id, name, args, msg=msg or self._message)
 
     def _agent_end(self, event: AgentEnd) -> None:
         if event.reason == "budget_exhausted":
@@ -348,4 +250,4 @@ class EventOps:
             self._out.add(NoticeOp(op="notice", level="warning", kind="budget", text=text))
         self.pending_approvals.clear()
         self.ended = True
-        self._run("done")
+        self._tools.run("done")

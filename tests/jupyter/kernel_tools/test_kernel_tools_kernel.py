@@ -65,6 +65,7 @@ def test_interrupt_stops_code_that_never_yields(
     manager, client = kernel
     msg_id = client.execute(
         "r = await go('print(\"spinning\")\\nwhile True: pass')\n"
+        "import asyncio; await asyncio.sleep(0)  # on_interrupt: the loop's next turn\n"
         "print(r.is_error, r.content.splitlines()[0], interrupts)"
     )
     time.sleep(0.8)  # let the code start spinning

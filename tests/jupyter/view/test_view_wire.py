@@ -25,7 +25,7 @@ def outbox(fake: FakeTime, sent: list[Batch], **kwargs: Any) -> Outbox:
 def test_a_streamed_reply_costs_its_text_and_a_few_bytes() -> None:
     fake = FakeTime()
     sent: list[Batch] = []
-    box = outbox(fake, sent)
+    box = outbox(fake, sent, max_delay=0.25, lag=1.0)  # the lag rule: test_outbox_rate.py
     box.add({"op": "assistant", "id": "a1"}, now=False)
     box.delta("text", "a1", "Hello")  # all held back (no space yet): no message for it
     assert sent == []
@@ -57,7 +57,7 @@ def test_a_streamed_reply_costs_its_text_and_a_few_bytes() -> None:
 def test_a_timed_flush_waits_for_enough_text_or_the_longest_delay() -> None:
     fake = FakeTime()
     sent: list[Batch] = []
-    box = outbox(fake, sent, interval=0.05, max_delay=0.25, min_chars=20)
+    box = outbox(fake, sent, interval=0.05, max_delay=0.25, min_chars=20, lag=1.0)
     box.delta("text", "a1", "first ")  # leading edge
     fake.advance(0.01)
     box.delta("text", "a1", "a few ")
