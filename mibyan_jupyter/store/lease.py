@@ -93,6 +93,19 @@ def read_holder(
     return token, Holder(session_id, owner, status in LIVE_STATUSES, alive)
 
 
+def delete_unless_held(db: Database, session_id: str, liveness: Liveness) -> Holder | None:
+    """Delete the session (as :meth:`~.sessions.SessionStore.delete` does) unless a live
+    kernel holds its lease or runs it; returns that holder instead. One write transaction,
+    so no kernel can take the lease between the check and the delete (the sessions API
+    refuses to delete a session a kernel is using)."""
+    with db.transaction() as conn:
+        _token, holder = read_holder(conn, session_id, liveness)
+        if holder.alive or holder.busy:
+            return holder
+        conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+    return None
+
+
 @dataclass(eq=False)
 class Lease:
     """This kernel's hold on one session; its :meth:`fence` guards the session's writes."""

@@ -254,3 +254,41 @@ def last_answer_model(db: Database, session_id: str) -> str | None:
         (session_id,),
     ).fetchone()
     return str(row[0]) if row is not None else None
+
+
+def count_sessions(db: Database) -> int:
+    """How many sessions the store holds (a listing's ``total``)."""
+    return int(db.conn.execute("SELECT count(*) FROM sessions").fetchone()[0])
+
+
+def page(db: Database, *, limit: int, offset: int = 0) -> list[SessionInfo]:
+    """One page of every session, newest first by ``updated_at`` (the sessions API's
+    listing: the index on ``updated_at`` walks the page, so the per-row counts are made
+    for the rows returned only)."""
+    rows = db.conn.execute(
+        _SELECT + " ORDER BY s.updated_at DESC, s.rowid DESC LIMIT ? OFFSET ?", (limit, offset)
+    )
+    return [_info(row) for row in rows]
+
+
+def root_ids(db: Database, session_ids: Sequence[str]) -> dict[str, str]:
+    """The root of each session's lineage (forks, compactions and children followed up
+    through ``parent_id``): the session itself when it has no parent. A hand-made cycle
+    stops at :data:`ROOT_DEPTH` links and names the session itself."""
+    if not session_ids:
+        return {}
+    marks = ",".join("?" * len(session_ids))
+    rows = db.conn.execute(
+        "WITH RECURSIVE up(start, id, parent, depth) AS ("
+        f" SELECT id, id, parent_id, 0 FROM sessions WHERE id IN ({marks})"
+        " UNION ALL SELECT up.start, s.id, s.parent_id, up.depth + 1"
+        " FROM up JOIN sessions s ON s.id = up.parent WHERE up.depth < ?)"
+        " SELECT start, id FROM up WHERE parent IS NULL",
+        (*session_ids, ROOT_DEPTH),
+    )
+    found = {start: root for start, root in rows}
+    return {sid: found.get(sid, sid) for sid in session_ids}
+
+
+ROOT_DEPTH = 10_000
+"""How many parent links :func:`root_ids` follows at most."""

@@ -85,6 +85,9 @@ def server_env(base: Path) -> dict[str, str]:
     env["MIBYAN_DB"] = str(base / STORE_FILE)
     env["PATH"] = f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}"
     env["PYTHONUNBUFFERED"] = "1"
+    # The sessions API: the config file the wheel installs, read from the repository (the
+    # editable dev install does not put it in the environment's etc/jupyter).
+    env["JUPYTER_CONFIG_PATH"] = str(Path(__file__).resolve().parents[2] / "jupyter-config")
     return env
 
 
