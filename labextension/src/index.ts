@@ -15,7 +15,10 @@ import { Cell, CodeCell } from '@jupyterlab/cells';
 import { INotebookTracker, Notebook, NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
 import { CommsOverSubshells, Kernel } from '@jupyterlab/services';
 
+import { editorPlugin } from './editor';
 import { insertPlugin } from './insert';
+import { notebookToolsPlugin } from './notebook_tools';
+import { panelPlugin } from './panel';
 import { RunTracker, isAgentSource } from './tracker';
 
 /** Comm target the kernel side registers (mibyan_jupyter/jupyter/entry/queue_comm.py). */
@@ -216,6 +219,6 @@ const queuePlugin: JupyterFrontEndPlugin<void> = {
 };
 
 /** Every plugin of the extension; each other file exports its own and is listed here. */
-const plugins: JupyterFrontEndPlugin<void>[] = [queuePlugin, insertPlugin];
+const plugins: JupyterFrontEndPlugin<void>[] = [queuePlugin, insertPlugin, panelPlugin, editorPlugin, notebookToolsPlugin];
 
 export default plugins;

@@ -1,0 +1,223 @@
+/**
+ * mibyan-jupyter: the "Agent sessions" side panel.
+ *
+ * Resuming yesterday's session used to mean `%agent sessions`, copying an id and typing
+ * `%agent resume ID`. This panel lists the stored sessions over the server's REST API
+ * (panelApi.ts), grouped by lineage, searchable on the server (`?q=`), and acts on the selected
+ * one: open its transcript read-only, Resume here, export, fork, rename, delete. It refreshes
+ * when shown and every few seconds while a listed session runs or waits for an approval.
+ */
+import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
+import { ICommandPalette, ISanitizer, Notification } from '@jupyterlab/apputils';
+import { INotebookTracker } from '@jupyterlab/notebook';
+import { IRenderMime } from '@jupyterlab/rendermime';
+import { historyIcon } from '@jupyterlab/ui-components';
+import type { Message } from '@lumino/messaging';
+import { Widget } from '@lumino/widgets';
+
+import {
+  deleteWithConfirm,
+  errorText,
+  exportDownload,
+  forkWithConfirm,
+  openTranscript,
+  renameWithDialog,
+  resumeHere
+} from './panelActions';
+import { ISession, listSessions } from './panelApi';
+import { SessionDetails } from './panelDetails';
+import { SessionList } from './panelList';
+import { anyActive, groupByLineage } from './panelModel';
+
+export const PANEL_ID = 'mibyan-sessions-panel';
+export const OPEN_PANEL_COMMAND = 'mibyan:open-sessions-panel';
+/** While a listed session runs, how often the list is fetched again. */
+export const POLL_MS = 3000;
+const SEARCH_DEBOUNCE_MS = 300;
+
+function plural(count: number, noun: string): string {
+  return `${count} ${noun}${count === 1 ? '' : 's'}`;
+}
+
+export class SessionsPanel extends Widget {
+  constructor(
+    private readonly app: JupyterFrontEnd,
+    private readonly notebooks: INotebookTracker,
+    private readonly sanitizer: IRenderMime.ISanitizer
+  ) {
+    super();
+    this.id = PANEL_ID;
+    this.addClass('mibyan-sp');
+    this.title.icon = historyIcon;
+    this.title.caption = 'Agent sessions';
+    this.node.setAttribute('aria-label', 'Agent sessions');
+    const header = document.createElement('h2');
+    header.className = 'mibyan-sp-header';
+    header.textContent = 'Agent sessions';
+    this.search = document.createElement('input');
+    this.search.type = 'search';
+    this.search.className = 'jp-mod-styled mibyan-sp-search';
+    this.search.placeholder = 'Search messages…';
+    this.search.setAttribute('aria-label', 'Search the sessions’ messages');
+    this.search.addEventListener('input', () => this.debounceSearch());
+    this.search.addEventListener('keydown', event => {
+      if (event.key === 'ArrowDown') {
+        event.preventDefault();
+        this.list.node.querySelector<HTMLElement>('.mibyan-sp-item[tabindex="0"]')?.focus();
+      } else if (event.key === 'Enter') {
+        clearTimeout(this.searchTimer);
+        void this.refresh();
+      }
+    });
+    this.status = document.createElement('div');
+    this.status.className = 'mibyan-sp-status';
+    this.status.setAttribute('aria-live', 'polite');
+    this.list = new SessionList({
+      select: session => this.select(session),
+      open: session => void this.act(() => openTranscript(app, sanitizer, session))
+    });
+    this.details = new SessionDetails({
+      open: s => this.act(() => openTranscript(this.app, this.sanitizer, s)),
+      resume: s => this.act(() => resumeHere(this.notebooks, s)),
+      exportAs: (s, format) => this.act(() => exportDownload(s, format)),
+      fork: s => this.act(async () => this.afterChange(await forkWithConfirm(s))),
+      rename: s => this.act(async () => this.afterChange(await renameWithDialog(s))),
+      remove: s =>
+        this.act(async () => {
+          if (await deleteWithConfirm(s)) {
+            this.selected = null;
+            await this.refresh();
+          }
+        })
+    });
+    this.node.append(header, this.search, this.status, this.list.node, this.details.node);
+  }
+
+  /** Fetch the list (or the search's hits) again and redraw. */
+  async refresh(): Promise<void> {
+    const ticket = ++this.ticket;
+    const query = this.search.value;
+    try {
+      const listing = await listSessions(query);
+      if (ticket !== this.ticket || this.isDisposed) {
+        return; // a newer refresh is on its way
+      }
+      this.sessions = listing.sessions;
+      this.status.textContent = query.trim()
+        ? `${plural(listing.hits.length, 'matching message')} in ` +
+          plural(listing.sessions.length, 'session')
+        : plural(listing.total ?? listing.sessions.length, 'session');
+      this.status.classList.remove('mibyan-sp-error');
+    } catch (error) {
+      if (ticket !== this.ticket) {
+        return;
+      }
+      this.status.textContent = `Could not load the sessions: ${errorText(error)}`;
+      this.status.classList.add('mibyan-sp-error');
+    }
+    const empty = query.trim() ? 'No session mentions that.' : 'No sessions yet.';
+    const selected = this.sessions.find(s => s.id === this.selected?.id) ?? null;
+    this.selected = selected;
+    // A poll that finds nothing new leaves the DOM alone: no flicker, no click lost mid-way.
+    const shown = JSON.stringify([query, this.sessions, selected?.id]);
+    if (shown !== this.shown) {
+      this.shown = shown;
+      this.list.render(groupByLineage(this.sessions), selected?.id ?? null, empty);
+      this.details.show(selected);
+    }
+    this.schedulePoll();
+  }
+
+  protected onAfterShow(msg: Message): void {
+    super.onAfterShow(msg);
+    void this.refresh();
+  }
+
+  protected onAfterHide(msg: Message): void {
+    super.onAfterHide(msg);
+    clearTimeout(this.pollTimer);
+  }
+
+  dispose(): void {
+    clearTimeout(this.pollTimer);
+    clearTimeout(this.searchTimer);
+    super.dispose();
+  }
+
+  private schedulePoll(): void {
+    clearTimeout(this.pollTimer);
+    if (this.isVisible && anyActive(this.sessions)) {
+      this.pollTimer = setTimeout(() => void this.refresh(), POLL_MS);
+    }
+  }
+
+  private debounceSearch(): void {
+    clearTimeout(this.searchTimer);
+    this.searchTimer = setTimeout(() => void this.refresh(), SEARCH_DEBOUNCE_MS);
+  }
+
+  private select(session: ISession): void {
+    this.selected = session;
+    this.list.node.querySelectorAll<HTMLElement>('.mibyan-sp-item').forEach(item => {
+      item.setAttribute('aria-selected', String(item.dataset.sessionId === session.id));
+    });
+    this.details.show(session);
+  }
+
+  private async afterChange(session: ISession | null): Promise<void> {
+    if (session) {
+      this.selected = session;
+      await this.refresh();
+    }
+  }
+
+  /** Run an action; its failure is one notification, never an uncaught rejection. */
+  private async act(action: () => Promise<unknown>): Promise<void> {
+    try {
+      const result = await action();
+      if (typeof result === 'string') {
+        this.details.note(result);
+      }
+    } catch (error) {
+      Notification.error(errorText(error), { autoClose: 8000 });
+      this.details.note(errorText(error));
+    }
+  }
+
+  private readonly search: HTMLInputElement;
+  private readonly status: HTMLElement;
+  private readonly list: SessionList;
+  private readonly details: SessionDetails;
+  private sessions: ISession[] = [];
+  private selected: ISession | null = null;
+  private ticket = 0;
+  private shown = '';
+  private pollTimer: ReturnType<typeof setTimeout> | undefined;
+  private searchTimer: ReturnType<typeof setTimeout> | undefined;
+}
+
+export const panelPlugin: JupyterFrontEndPlugin<void> = {
+  id: 'mibyan-jupyter:sessions-panel',
+  description: 'The Agent sessions side panel: search, transcripts, resume, export, fork.',
+  autoStart: true,
+  requires: [INotebookTracker, ISanitizer],
+  optional: [ICommandPalette],
+  activate: (
+    app: JupyterFrontEnd,
+    notebooks: INotebookTracker,
+    sanitizer: IRenderMime.ISanitizer,
+    palette: ICommandPalette | null
+  ): void => {
+    const panel = new SessionsPanel(app, notebooks, sanitizer);
+    app.shell.add(panel, 'left', { rank: 650 });
+    app.commands.addCommand(OPEN_PANEL_COMMAND, {
+      label: 'Agent: open sessions panel',
+      caption: 'Show the stored agent sessions',
+      execute: () => {
+        app.shell.activateById(PANEL_ID);
+        void panel.refresh();
+      }
+    });
+    palette?.addItem({ command: OPEN_PANEL_COMMAND, category: 'Agent' });
+  }
+};

@@ -1,0 +1,219 @@
+/**
+ * The sessions list of the panel: lineage groups as an ARIA tree, keyboard first.
+ *
+ * One item is in the tab order at a time (a roving tabindex): Tab reaches the list once,
+ * ArrowUp / ArrowDown move between visible items, ArrowRight / ArrowLeft open and close a
+ * lineage, Home / End jump, Enter or Space opens the session's transcript. Everything is built
+ * with textContent: titles and notebook paths come from the store, i.e. from models and users.
+ */
+import { ISession } from './panelApi';
+import {
+  IGroup,
+  formatCost,
+  formatWhen,
+  linkLabel,
+  notebookLabel,
+  statusBadge
+} from './panelModel';
+
+export interface IListCallbacks {
+  select(session: ISession): void;
+  open(session: ISession): void;
+}
+
+function span(className: string, text: string): HTMLSpanElement {
+  const node = document.createElement('span');
+  node.className = className;
+  node.textContent = text;
+  return node;
+}
+
+export class SessionList {
+  readonly node: HTMLElement;
+
+  constructor(private readonly callbacks: IListCallbacks) {
+    this.node = document.createElement('div');
+    this.node.className = 'mibyan-sp-list';
+    this.node.setAttribute('role', 'tree');
+    this.node.setAttribute('aria-label', 'Agent sessions');
+    this.node.addEventListener('keydown', event => this.onKey(event));
+  }
+
+  /** Lineages whose children are hidden (by root id); kept across refreshes. */
+  readonly collapsed = new Set<string>();
+
+  /** Redraw; focus stays on the same session when the list had it. */
+  render(groups: IGroup[], selected: string | null, empty: string): void {
+    const focused = this.node.contains(document.activeElement)
+      ? (document.activeElement as HTMLElement).dataset.sessionId
+      : undefined;
+    this.sessions = new Map();
+    this.node.replaceChildren();
+    if (groups.length === 0) {
+      this.node.appendChild(span('mibyan-sp-empty', empty));
+      return;
+    }
+    for (const group of groups) {
+      this.node.appendChild(this.groupNode(group, selected));
+    }
+    const items = this.visibleItems();
+    const current =
+      items.find(item => item.dataset.sessionId === (focused ?? selected)) ?? items[0];
+    current.tabIndex = 0;
+    if (focused !== undefined) {
+      current.focus();
+    }
+  }
+
+  private groupNode(group: IGroup, selected: string | null): HTMLElement {
+    const root = group.head.root_id || group.head.id;
+    const node = document.createElement('div');
+    node.className = 'mibyan-sp-group';
+    node.setAttribute('role', 'none');
+    const head = this.itemNode(group.head, 1, selected);
+    node.appendChild(head);
+    if (group.children.length > 0) {
+      const open = !this.collapsed.has(root);
+      head.setAttribute('aria-expanded', String(open));
+      const toggle = span('mibyan-sp-toggle', open ? '▾' : '▸');
+      toggle.setAttribute('aria-hidden', 'true');
+      toggle.title = open ? 'Hide this lineage' : `Show ${group.children.length} more`;
+      toggle.addEventListener('click', event => {
+        event.stopPropagation();
+        this.toggle(root, head);
+      });
+      head.querySelector('.mibyan-sp-title')?.prepend(toggle);
+      const children = document.createElement('div');
+      children.className = 'mibyan-sp-children';
+      children.setAttribute('role', 'group');
+      children.hidden = !open;
+      for (const child of group.children) {
+        children.appendChild(this.itemNode(child, 2, selected));
+      }
+      node.appendChild(children);
+    }
+    return node;
+  }
+
+  private itemNode(session: ISession, level: number, selected: string | null): HTMLElement {
+    this.sessions.set(session.id, session);
+    const item = document.createElement('div');
+    item.className = 'mibyan-sp-item';
+    item.setAttribute('role', 'treeitem');
+    item.setAttribute('aria-level', String(level));
+    item.setAttribute('aria-selected', String(session.id === selected));
+    item.dataset.sessionId = session.id;
+    item.dataset.status = session.status;
+    item.tabIndex = -1;
+    const title = span('mibyan-sp-title', session.title || session.id);
+    const badges = span('mibyan-sp-badges', '');
+    const link = linkLabel(session);
+    if (level > 1 && link) {
+      badges.appendChild(span('mibyan-sp-badge mibyan-sp-link', link));
+    }
+    const badge = statusBadge(session);
+    if (badge) {
+      badges.appendChild(span(`mibyan-sp-badge mibyan-sp-status-${badge.kind}`, badge.text));
+    }
+    const meta = span(
+      'mibyan-sp-meta',
+      [session.model, formatCost(session.cost), notebookLabel(session.notebook)].join(' · ')
+    );
+    const when = span('mibyan-sp-when', formatWhen(session.updated_at));
+    item.title = `${session.title}\n${session.id}\n${session.notebook ?? 'no notebook'}`;
+    item.setAttribute(
+      'aria-label',
+      `${session.title || session.id}, ${badge ? badge.text + ', ' : ''}${meta.textContent}`
+    );
+    item.append(title, badges, meta, when);
+    item.addEventListener('click', () => this.choose(item));
+    item.addEventListener('dblclick', () => this.callbacks.open(session));
+    return item;
+  }
+
+  private choose(item: HTMLElement): void {
+    this.node.querySelectorAll<HTMLElement>('.mibyan-sp-item').forEach(other => {
+      other.tabIndex = other === item ? 0 : -1;
+    });
+    item.focus();
+    const session = this.sessions.get(item.dataset.sessionId ?? '');
+    if (session) {
+      this.callbacks.select(session);
+    }
+  }
+
+  private toggle(root: string, head: HTMLElement): void {
+    if (this.collapsed.has(root)) {
+      this.collapsed.delete(root);
+    } else {
+      this.collapsed.add(root);
+    }
+    const children = head.parentElement?.querySelector<HTMLElement>('.mibyan-sp-children');
+    if (children) {
+      children.hidden = this.collapsed.has(root);
+      head.setAttribute('aria-expanded', String(!children.hidden));
+      const toggle = head.querySelector('.mibyan-sp-toggle');
+      if (toggle) {
+        toggle.textContent = children.hidden ? '▸' : '▾';
+      }
+    }
+  }
+
+  private visibleItems(): HTMLElement[] {
+    return Array.from(this.node.querySelectorAll<HTMLElement>('.mibyan-sp-item')).filter(
+      item => !item.closest('.mibyan-sp-children[hidden]')
+    );
+  }
+
+  private onKey(event: KeyboardEvent): void {
+    const item = (event.target as HTMLElement).closest<HTMLElement>('.mibyan-sp-item');
+    if (!item) {
+      return;
+    }
+    const items = this.visibleItems();
+    const index = items.indexOf(item);
+    const session = this.sessions.get(item.dataset.sessionId ?? '');
+    const expanded = item.getAttribute('aria-expanded');
+    let next: HTMLElement | undefined;
+    switch (event.key) {
+      case 'ArrowDown':
+        next = items[Math.min(items.length - 1, index + 1)];
+        break;
+      case 'ArrowUp':
+        next = items[Math.max(0, index - 1)];
+        break;
+      case 'Home':
+        next = items[0];
+        break;
+      case 'End':
+        next = items[items.length - 1];
+        break;
+      case 'ArrowRight':
+      case 'ArrowLeft':
+        if (expanded !== null && (expanded === 'true') === (event.key === 'ArrowLeft')) {
+          this.toggle(session?.root_id || item.dataset.sessionId || '', item);
+        } else if (event.key === 'ArrowLeft' && item.getAttribute('aria-level') === '2') {
+          next =
+            item.closest('.mibyan-sp-group')?.querySelector<HTMLElement>('.mibyan-sp-item') ??
+            undefined;
+        }
+        break;
+      case 'Enter':
+      case ' ':
+        if (session) {
+          this.choose(item);
+          this.callbacks.open(session);
+        }
+        break;
+      default:
+        return;
+    }
+    event.preventDefault();
+    event.stopPropagation();
+    if (next) {
+      this.choose(next);
+    }
+  }
+
+  private sessions = new Map<string, ISession>();
+}

@@ -1,0 +1,112 @@
+/**
+ * What the sessions panel shows, computed from the API's sessions with no DOM: lineage groups,
+ * badges and the one-line texts. Kept apart from the widget so the rules (which session heads a
+ * group, what a leased session may do) read in one place.
+ */
+import { ISession } from './panelApi';
+
+/** A lineage: its root (or, when the root is not listed, its newest member) and the rest. */
+export interface IGroup {
+  head: ISession;
+  children: ISession[];
+}
+
+/**
+ * Sessions grouped under their root (compactions, forks and delegated children share the
+ * root's `root_id`), groups in the order their newest member appears in `sessions` (the API
+ * lists newest first), children oldest first so a lineage reads in the order it grew.
+ */
+export function groupByLineage(sessions: ISession[]): IGroup[] {
+  const byRoot = new Map<string, ISession[]>();
+  for (const session of sessions) {
+    const root = session.root_id || session.id;
+    const members = byRoot.get(root);
+    if (members) {
+      members.push(session);
+    } else {
+      byRoot.set(root, [session]);
+    }
+  }
+  const groups: IGroup[] = [];
+  for (const [root, members] of byRoot) {
+    const head = members.find(member => member.id === root) ?? members[0];
+    const children = members
+      .filter(member => member !== head)
+      .sort((a, b) => a.created_at - b.created_at);
+    groups.push({ head, children });
+  }
+  return groups;
+}
+
+/** Whether a listing needs polling: some session is still doing something. */
+export function anyActive(sessions: ISession[]): boolean {
+  return sessions.some(s => s.status === 'running' || s.status === 'awaiting_approval');
+}
+
+/** The badge a status gets (none for idle). */
+export function statusBadge(session: ISession): { text: string; kind: string } | null {
+  switch (session.status) {
+    case 'running':
+      return { text: 'running', kind: 'running' };
+    case 'awaiting_approval':
+      return { text: 'awaiting approval', kind: 'approval' };
+    case 'interrupted':
+      return { text: 'interrupted', kind: 'interrupted' };
+    default:
+      return null;
+  }
+}
+
+/** How a child came from its parent, in words. */
+export function linkLabel(session: ISession): string {
+  switch (session.link_kind) {
+    case 'compression':
+      return 'compacted';
+    case 'fork':
+      return 'fork';
+    case 'child':
+      return 'delegated';
+    default:
+      return '';
+  }
+}
+
+export function formatCost(cost: number | null): string {
+  if (cost === null) {
+    return 'cost unknown';
+  }
+  return cost < 0.01 ? `$${cost.toFixed(4)}` : `$${cost.toFixed(2)}`;
+}
+
+/** "3 min ago", "yesterday 14:02", or a date: `seconds` are Unix seconds. */
+export function formatWhen(seconds: number, now: number = Date.now()): string {
+  const ago = Math.max(0, now / 1000 - seconds);
+  if (ago < 60) {
+    return 'just now';
+  }
+  if (ago < 3600) {
+    return `${Math.floor(ago / 60)} min ago`;
+  }
+  const date = new Date(seconds * 1000);
+  if (ago < 86400) {
+    return `${Math.floor(ago / 3600)} h ago`;
+  }
+  return date.toLocaleDateString(undefined, { year: 'numeric', month: 'short', day: 'numeric' });
+}
+
+/** Why a session cannot be deleted now, or null when it can. */
+export function deleteBlocked(session: ISession): string | null {
+  if (session.leased) {
+    return 'A running kernel holds this session: stop or shut down that kernel to delete it.';
+  }
+  return null;
+}
+
+/** The basename of a notebook path, for a narrow panel. */
+export function notebookLabel(path: string | null): string {
+  if (!path) {
+    return 'no notebook';
+  }
+  const parts = path.split('/');
+  return parts[parts.length - 1] || path;
+}
