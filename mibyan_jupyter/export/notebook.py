@@ -150,7 +150,7 @@ def _notebook_dict(messages: Sequence[Message], *, session: SessionMeta) -> dict
     for index, content in enumerate(contents):
         if isinstance(content, Code):
             count += 1
-            cells.append(_code_cell(f"{prefix}-{index}", content, count))
+            cells.append(_code_cell(f"{prefix}-{index}", content, count, session.id))
         else:
             cells.append(_markdown_cell(f"{prefix}-{index}", content))
     return {
@@ -224,7 +224,9 @@ def _markdown_cell(cell_id: str, markdown: str) -> dict[str, Any]:
     }
 
 
-def _code_cell(cell_id: str, code: Code, count: int) -> dict[str, Any]:
+def _code_cell(cell_id: str, code: Code, count: int, session_id: str) -> dict[str, Any]:
+    """The agent's code as a cell, marked with its session as the notebook tools mark the
+    cells they insert or run (``metadata.mibyan``, kernel_tools/notebook.py)."""
     outputs = [
         {**output, "execution_count": count}
         if output["output_type"] == "execute_result"
@@ -234,7 +236,7 @@ def _code_cell(cell_id: str, code: Code, count: int) -> dict[str, Any]:
     return {
         "cell_type": "code",
         "id": cell_id,
-        "metadata": {},
+        "metadata": {"mibyan": {"session": session_id}},
         "execution_count": count,
         "source": code.source,
         "outputs": outputs,

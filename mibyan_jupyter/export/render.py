@@ -95,8 +95,8 @@ def redacted(messages: Sequence[Message]) -> list[Message]:
     Redaction comes first, before anything is truncated (a key cut in half by truncation
     would no longer match), and once: ``REDACT`` reads the environment on every call
     (~20 us), too slow to call per string of a 1,000-message export. Keys are plain
-    ASCII tokens, so their JSON form is their text. Tool ``details`` keep only the
-    ``outputs`` an export reads (a live transcript may hold anything else there).
+    ASCII tokens, so their JSON form is their text. Tool ``details`` keep only what an
+    export reads (a live transcript may hold anything else there).
     """
     kept = [_export_view(m) for m in messages]
     try:
@@ -107,11 +107,17 @@ def redacted(messages: Sequence[Message]) -> list[Message]:
     return MESSAGES_ADAPTER.validate_json(REDACT(data.decode()))
 
 
+_EXPORTED_DETAILS = ("outputs", "code")
+"""The ``details`` an export reads: recorded outputs, and the code a ``run_cell`` ran."""
+
+
 def _export_view(message: Message) -> Message:
     if not isinstance(message, ToolMessage) or not message.details:
         return message
-    outputs = message.details.get("outputs")
-    return message.model_copy(update={"details": None if outputs is None else {"outputs": outputs}})
+    kept = {k: message.details[k] for k in _EXPORTED_DETAILS if k in message.details}
+    if isinstance(kept.get("code"), str) and message.name != "run_cell":
+        del kept["code"]
+    return message.model_copy(update={"details": kept or None})
 
 
 def _serializable(message: Message) -> bool:
@@ -236,6 +242,9 @@ def _ran(result: ToolMessage) -> bool:
 def _tool_block(call: ToolCall | None, result: ToolMessage) -> Block:
     name = call.function.name if call is not None else (result.name or "tool")
     code = _python_code(call) if call is not None else None
+    ran_cell = (result.details or {}).get("code") if name == "run_cell" else None
+    if isinstance(ran_cell, str) and _ran(result):  # a notebook cell the agent ran
+        return Code(ran_cell, _code_outputs(result))
     if code is not None and _ran(result):
         return Code(code, _code_outputs(result))
     parts = ["*(the call was not recorded)*"] if call is None else [_call_body(call, code)]

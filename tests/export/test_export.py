@@ -259,6 +259,34 @@ def test_run_python_without_recorded_outputs_shows_its_text_and_images() -> None
     ]
 
 
+def test_a_notebook_cell_the_agent_ran_is_a_code_cell_with_its_outputs() -> None:
+    """``run_cell`` (the notebook tools) names a cell, not its code: the result's details
+    carry the code that ran, so the export makes it a code cell like ``run_python``'s; a
+    refused run stays Markdown."""
+    ran = {"output_type": "stream", "name": "stdout", "text": "7\n"}
+    messages: list[Message] = [
+        AssistantMessage(
+            tool_calls=(
+                call("c1", "run_cell", cell_id="ab12"),
+                call("c2", "run_cell", cell_id="x"),
+            ),
+            stop_reason="tool_use",
+        ),
+        ToolMessage(
+            tool_call_id="c1",
+            name="run_cell",
+            content="7",
+            details={"outputs": [ran], "code": "print(3 + 4)", "cell_id": "ab12"},
+        ),
+        ToolMessage(tool_call_id="c2", name="run_cell", content="Denied: no", is_error=True),
+    ]
+    cells = export_notebook(messages, session=SESSION).cells
+    assert (cells[1].cell_type, cells[1].source) == ("code", "print(3 + 4)")
+    assert cells[1].outputs == [ran]
+    assert cells[2].cell_type == "markdown"
+    assert "Denied: no" in cells[2].source
+
+
 def test_python_that_did_not_run_is_never_a_code_cell() -> None:
     """A denied call (an error without outputs) and a call without a result are shown as
     Markdown, so re-running the notebook never runs code the user refused."""

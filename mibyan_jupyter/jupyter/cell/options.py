@@ -91,7 +91,10 @@ _OPTIONS: tuple[tuple[tuple[str, ...], dict[str, Any]], ...] = (
     (
         ("--tools", "-t"),
         {
-            "help": "tool groups: inspect,python,files,shell | all | none (default: c.AgentMagics.tools)"
+            "help": (
+                "tool groups: inspect,python,files,shell,memory,notebook | all | none"
+                " (default: c.AgentMagics.tools)"
+            )
         },
     ),
     (

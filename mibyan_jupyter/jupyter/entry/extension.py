@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 from typing import TYPE_CHECKING, Any
 
+from mibyan_jupyter.jupyter.entry.capabilities import kernel_limits
 from mibyan_jupyter.jupyter.entry.magics import AgentMagics
 from mibyan_jupyter.jupyter.entry.transform import agent_cell_transformer
 from mibyan_jupyter.jupyter.guard import install as install_guard
@@ -44,9 +45,12 @@ def load(shell: InteractiveShell) -> None:
     kernel = getattr(shell, "kernel", None)
     if kernel is not None:
         from mibyan_jupyter.jupyter.entry.queue_comm import register
+        from mibyan_jupyter.jupyter.kernel_tools import notebook_comm
 
         register(kernel)
+        notebook_comm.register(kernel)  # the notebook tools' front end (--tools notebook)
     kernel_state().configure(magics)
+    kernel_state().kernel_limits = kernel_limits(shell)  # clicks during a run? (capabilities.py)
     install_guard(magics)  # code inside a run cannot write approval rules (jupyter/guard.py)
 
 

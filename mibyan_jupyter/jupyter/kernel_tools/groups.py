@@ -5,7 +5,8 @@ variables, run code, touch files, run commands) in one word each, instead of nam
 "shell" is not on by default: a command reaches beyond the notebook's folder, whereas the
 default groups stay in the kernel and the notebook's folder (and ask before changing
 anything). "memory" reads and edits the memory files that outlive sessions (MEMORY.md,
-USER.md: mibyan_jupyter.memory).
+USER.md: mibyan_jupyter.memory). "notebook" reads and edits the notebook itself through the
+front-end extension (notebook.py), so it is not on by default either.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from mibyan_jupyter.jupyter.kernel_tools.inspect_tools import inspect_tools
 from mibyan_jupyter.jupyter.kernel_tools.python_tool import python_tools
 from mibyan_jupyter.jupyter.kernel_tools.shell import shell_tools
 
-TOOL_GROUPS: tuple[str, ...] = ("inspect", "python", "files", "shell", "memory")
+TOOL_GROUPS: tuple[str, ...] = ("inspect", "python", "files", "shell", "memory", "notebook")
 DEFAULT_GROUPS: tuple[str, ...] = ("inspect", "python", "files")
 _WORDS = "all, none, default"
 
@@ -92,4 +93,8 @@ def kernel_tools(
         from mibyan_jupyter.memory import Memory, memory_tools
 
         tools += memory_tools(Memory.for_folder(root))
+    if "notebook" in wanted:
+        from mibyan_jupyter.jupyter.kernel_tools.notebook import notebook_tools
+
+        tools += notebook_tools(namespace=namespace, shell=shell, on_interrupt=on_interrupt)
     return tools

@@ -22,6 +22,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from mibyan_jupyter.jupyter.kernel_tools.notebook_risk import NOTEBOOK_EDITS, notebook_risk
 from mibyan_jupyter.jupyter.kernel_tools.paths import PathOutsideRootError, inside
 from mibyan_jupyter.jupyter.kernel_tools.text import human_size
 
@@ -70,6 +71,8 @@ def risk_note(tool_name: str, args: Mapping[str, Any], *, root: Path | None = No
 
     ``root`` is the folder ``write_file`` paths are relative to (default: the current
     directory, which in a kernel is the notebook's folder)."""
+    if tool_name in NOTEBOOK_EDITS:  # a diff or the code, not one line (notebook_risk.py)
+        return notebook_risk(tool_name, args, code_reasons=python_reasons)
     reasons: list[str] = []
     if tool_name == "run_shell":
         reasons = shell_reasons(str(args.get("command", "")))

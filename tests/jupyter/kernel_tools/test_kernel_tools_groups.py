@@ -23,8 +23,13 @@ NAMES = {
     "files": ["read_file", "list_folder", "write_file"],
     "shell": ["run_shell"],
     "memory": ["memory_read", "memory_add", "memory_replace", "memory_remove"],
+    "notebook": [
+        *("list_cells", "read_cell", "insert_cell", "replace_cell_source", "delete_cell"),
+        "run_cell",
+    ],
 }
-SIDE_EFFECTS = {"run_python", "write_file", "run_shell"}
+NOTEBOOK_WRITES = {"insert_cell", "replace_cell_source", "delete_cell", "run_cell"}
+SIDE_EFFECTS = {"run_python", "write_file", "run_shell"} | NOTEBOOK_WRITES
 MEMORY_WRITES = {"memory_add", "memory_replace", "memory_remove"}
 """Never ask (the agent's own notes, shown and editable), but one at a time."""
 
@@ -38,7 +43,7 @@ def test_exported_names() -> None:
         "parse_groups",
         "risk_note",
     ]
-    assert TOOL_GROUPS == ("inspect", "python", "files", "shell", "memory")
+    assert TOOL_GROUPS == ("inspect", "python", "files", "shell", "memory", "notebook")
     assert DEFAULT_GROUPS == ("inspect", "python", "files")
 
 
@@ -107,7 +112,7 @@ def test_side_effect_flags_and_descriptions(tmp_path: Path) -> None:
         "describe_variable",
         "run_python",
         "run_shell",
-    }
+    } | set(NAMES["notebook"])  # they await the front end (notebook_comm.py)
 
 
 def test_importing_and_using_the_tools_loads_no_heavy_library(tmp_path: Path) -> None:
