@@ -89,6 +89,10 @@ class KernelState:
         self.rule_write_check: Callable[[], str | None] | None = None
         """Asked by the store before it saves or forgets an "always" rule (a reason
         refuses it); jupyter/guard.py sets it at ``%load_ext``."""
+        self.kernel_limits: str | None = None
+        """The kernel that cannot deliver clicks while a cell awaits its run (e.g.
+        ``"ipykernel 6.31.0"``), decided once at ``%load_ext`` (jupyter/entry/
+        capabilities.py); ``None``: the full mode."""
 
     def configure(self, defaults: Defaults) -> None:
         """Use ``defaults`` (the loaded magic) for every cell, and its database; take

@@ -9,13 +9,17 @@ its card or by "Approve all". Clicks arrive while the cell awaits its run (ipyke
 at once. Headless runs (nbclient, nbconvert, papermill) have no front end: the view's
 front-end code says "rendered" when it is shown; if it has not within ``headless_wait``
 seconds, the policy decides (deny, with the reason recorded) and the run completes
-(docs/architecture.md, "Running inside the kernel").
+(docs/architecture.md, "Running inside the kernel"). A kernel that cannot deliver clicks
+during a run at all (ipykernel < 7.4, Colab's runtime: the kernel state's ``kernel_limits``)
+is headless from the start: the policy decides at once, and the cell says once, in its
+output, what is unavailable there.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 import time
 from typing import TYPE_CHECKING
 
@@ -30,6 +34,7 @@ from mibyan_jupyter.core.approval import (
     PolicyOnly,
 )
 from mibyan_jupyter.core.signal import AbortSignal
+from mibyan_jupyter.jupyter.state import kernel_state
 
 if TYPE_CHECKING:
     from mibyan_jupyter.jupyter.cell.cell_plan import CellPlan
@@ -39,12 +44,29 @@ SLICE_S = 0.2
 """How long one wait for a click lasts before looking again (interrupt latency)."""
 
 
-def headless_denial(request: ApprovalRequest) -> Denied:
+def headless_denial(request: ApprovalRequest, kernel: str | None = None) -> Denied:
+    """The policy's denial when nobody can click; ``kernel``: the kernel that cannot
+    deliver clicks during a run (``None``: there is no front end)."""
+    why = (
+        f"this kernel ({kernel}) cannot deliver clicks while a cell runs"
+        if kernel is not None
+        else "the notebook runs without a front end (nbclient, nbconvert, papermill)"
+    )
     return Denied(
         f"{request.tool_name} needs approval ({request.reason}) and no one can click "
-        "Approve: the notebook runs without a front end (nbclient, nbconvert, papermill). "
-        "Use --approve auto on the cell, or MIBYAN_APPROVE=auto, to allow it there.",
+        f"Approve: {why}. Use --approve auto on the cell, or MIBYAN_APPROVE=auto, to "
+        "allow it there.",
         decided_by="policy",
+    )
+
+
+def kernel_notice(kernel: str) -> str:
+    """The one line a cell prints on a kernel that cannot deliver clicks during a run."""
+    return (
+        f"mibyan: this kernel ({kernel}) cannot deliver clicks while a cell runs, so here "
+        "approvals are decided by the policy (no Approve/Deny clicks), the Stop button does "
+        "not work (use Kernel > Interrupt), and a %%agent cell run meanwhile waits its turn "
+        "instead of reaching the agent. Streaming works. ipykernel >= 7.4 has all of them."
     )
 
 
@@ -119,18 +141,27 @@ class CellApprover:
 
 
 class HeadlessPolicy:
-    """Nobody can click (the real cell magic, blocking): every "ask" is denied at once,
-    with the reason saying how to allow it."""
+    """Nobody can click (the real cell magic, blocking; a kernel that cannot deliver
+    clicks during a run, named by ``kernel``): every "ask" is denied at once, with the
+    reason saying why and how to allow it."""
+
+    def __init__(self, kernel: str | None = None) -> None:
+        self.kernel = kernel
 
     async def __call__(self, request: ApprovalRequest, signal: AbortSignal) -> Decision:
-        return headless_denial(request)
+        return headless_denial(request, self.kernel)
 
 
 def approval_gate(
     plan: CellPlan, policy: ApprovalPolicy, view: AgentView, loop: asyncio.AbstractEventLoop
 ) -> ApprovalGate:
     """The session's policy, with who answers its questions in this cell: ``--approve``
-    auto or deny, the policy when headless, else the view's buttons."""
+    auto or deny, the policy when headless, else the view's buttons. On a kernel that
+    cannot deliver clicks during a run, the cell first says so (once: the gate is made
+    once per cell run)."""
+    kernel = kernel_state().kernel_limits
+    if kernel is not None:
+        print(kernel_notice(kernel), file=sys.stderr)
     mode = plan.options.approve
     approver: Approver
     if mode == "auto":
@@ -138,7 +169,7 @@ def approval_gate(
     elif mode == "deny":
         approver = PolicyOnly()
     elif plan.headless:
-        approver = HeadlessPolicy()
+        approver = HeadlessPolicy(kernel)
     else:
         approver = CellApprover(view, loop, headless_wait=plan.headless_wait)
     return ApprovalGate(policy=policy, approver=approver)

@@ -32,6 +32,7 @@ from mibyan_jupyter.jupyter.cell.context import (
 from mibyan_jupyter.jupyter.cell.models import choose_cell_model, choose_model, stream_function
 from mibyan_jupyter.jupyter.cell.options import AgentUsageError, CellOptions, parse_cell_line
 from mibyan_jupyter.jupyter.kernel_tools import UnknownToolGroupError, kernel_tools, parse_groups
+from mibyan_jupyter.jupyter.state import kernel_state
 from mibyan_jupyter.store.session_queries import SessionSettings
 
 if TYPE_CHECKING:
@@ -111,7 +112,9 @@ def plan_from_options(
         new_session_prompt=(
             options.system_prompt or defaults.system_prompt or DEFAULT_SYSTEM_PROMPT
         ),
-        headless=headless,
+        # A kernel that cannot deliver clicks during a run is headless from the start
+        # (docs/architecture.md, "Running inside the kernel"; jupyter/entry/capabilities.py).
+        headless=headless or kernel_state().kernel_limits is not None,
         headless_wait=float(defaults.headless_wait),
         pins=(session.pins or ()) if session is not None else (),
     )
