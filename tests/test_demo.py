@@ -14,6 +14,7 @@ from mibyan_jupyter.core import (
     ModelRequest,
     ToolExecutionEnd,
     UserMessage,
+    tool,
 )
 from mibyan_jupyter.core.demo_model import demo_model, demo_reply
 from mibyan_jupyter.demo import main, save_note, word_stats
@@ -68,3 +69,76 @@ async def test_demo_script_prints_the_event_stream(capsys: pytest.CaptureFixture
     assert "[approval] save_note approved by user" in out
     assert "[agent_end] reason=completed" in out
     assert "Final answer:" in out
+
+
+@tool(side_effects=False)
+def describe(name: str, detail: str = "short") -> str:
+    """Describe a variable.
+
+    Args:
+        name: The variable's name.
+        detail: How much to say.
+    """
+    return f"{name} is a list"
+
+
+@tool
+def put_cell(source: str, where: str) -> str:
+    """Insert a cell.
+
+    Args:
+        source: The cell's text.
+        where: The id of the cell above.
+    """
+    return "inserted"
+
+
+def test_inline_code_fills_string_arguments_in_order_and_skips_tool_names() -> None:
+    """What lessons script: a variable's name, a cell id (notebooks/README.md)."""
+    reply = demo_reply(
+        request(
+            "Use `describe` on `sales`, then put_cell below `c1`",
+            (
+                describe.spec,
+                put_cell.spec,
+            ),
+        )
+    )
+    assert [c.arguments for c in reply.calls] == [
+        {"name": "sales"},
+        {"source": "demo source", "where": "c1"},
+    ]
+
+
+def test_a_fenced_block_is_a_cells_source() -> None:
+    prompt = "Use put_cell below `abc`:\n```markdown\n# Title\n```\nand `ignored` inside text"
+    reply = demo_reply(request(prompt, (put_cell.spec,)))
+    assert reply.calls[0].arguments == {"source": "# Title", "where": "abc"}
+
+
+def test_the_echo_bolds_only_the_first_line_so_a_fence_cannot_break_the_bold() -> None:
+    reply = demo_reply(request("Run this:\n```python\nprint(1)\n```"))
+    assert "You said: **Run this: …**" in reply.text
+    bold, rest = reply.text.split("**\n\n", 1)
+    assert "```" not in bold
+    assert rest.startswith("```python\nprint(1)\n```\n\n"), "the rest is echoed as written"
+
+
+async def test_a_message_steered_in_after_the_tools_is_answered_without_a_new_call() -> None:
+    agent = Agent(stream_fn=demo_model(delay=0), tools=[word_stats])
+
+    def steer(event: object) -> None:
+        if getattr(event, "type", "") == "tool_execution_start":
+            agent.steer("Stop and just give me the count.")
+
+    agent.subscribe(steer)
+    answer = await agent.achat("Use word_stats on this, please.")
+    assert "You told me while I was working: **Stop and just give me the count.**" in answer
+    assert "`word_stats` returned" in answer
+    assert [m.role for m in agent.state.messages] == [
+        "user",
+        "assistant",
+        "tool",
+        "user",
+        "assistant",
+    ]

@@ -65,7 +65,8 @@ def resume(words: list[str]) -> Any:
 
     state = kernel_state()
     placeholder = stream_function(choose_model("demo"), ())
-    handle = resume_session(state, args.session, notebook_path(), placeholder)
+    wanted = session_id(args.session) if args.session == "current" else args.session
+    handle = resume_session(state, wanted, notebook_path(), placeholder)
     shown = show_history(state.store(), handle.session_id)
     report = take_repair_report(handle.agent)
     if report:
@@ -79,7 +80,12 @@ def fork(words: list[str]) -> Message:
     parent = state.store().get(session_id(args.session))
     at = None if args.at is None else count("--at", args.at, least=0, most=parent.message_count)
     child = state.store().fork(parent.id, at=at)
-    state.make_current(notebook_path(), child.id)
+    # Open the fork here, as resume does: only marking it current left the next cell
+    # with no handle for it, and it started a new session instead.
+    from mibyan_jupyter.jupyter.cell.models import choose_model, stream_function
+
+    placeholder = stream_function(choose_model("demo"), ())
+    resume_session(state, child.id, notebook_path(), placeholder)
     where = f" at message {args.at}" if args.at is not None else ""
     return Message(
         f"Forked {short(args.session)}{where} into {short(child.id)} ({child.message_count} "
