@@ -8,6 +8,9 @@
 #                   (no API key needed) and prints what each cell showed
 #   make lab        opens the quickstart notebook in JupyterLab
 #   make bench      benchmarks against peer agent loops, in a separate .venv-bench
+#   make dist       sdist + wheels built from a fresh copy, their contents tested (build/dist)
+#   make binder-check  the Binder build as repo2docker does it, then every notebook runs
+#   make ipykernel6-venvs  venvs with ipykernel 6.x for the fallback-mode kernel tests (build/)
 #   make lint | typecheck | clean
 
 PYTHON     ?= python3
@@ -18,14 +21,15 @@ BENCH_VENV := .venv-bench
 BENCH_PEERS := pydantic-ai-slim==2.68.0 openai-agents==0.24.0 openai==3.57.0 anthropic==2.14.0 \
                jupyter-ai-magics==2.31.7
 
-.PHONY: test test-fast demo lab bench lint typecheck pytest pytest-browser chromium labextension clean
+.PHONY: test test-fast demo lab bench lint typecheck pytest pytest-browser chromium labextension clean \
+        ipykernel6-venvs
 
 test: lint typecheck pytest pytest-browser
 
 # Browser tests run in a pytest process of their own: one Chromium and one JupyterLab serve
 # them all, and Playwright's sync API (which leaves its event loop marked running) never
 # shares a process with the asyncio tests.
-FAST := not browser and not kernel and not slow
+FAST := not browser and not kernel and not slow and not dist
 
 test-fast: $(VENV)/.installed
 	$(VENV)/bin/pytest -q -m "$(FAST)"
@@ -39,14 +43,26 @@ typecheck: $(VENV)/.installed
 
 # MIBYAN_NO_SKIP=1: what these targets install (the built extension, tsc, Chromium) must be
 # there; a test that would skip for want of it fails instead.
-pytest: $(VENV)/.installed labextension
-	MIBYAN_NO_SKIP=1 $(VENV)/bin/pytest -m "not browser"
+pytest: $(VENV)/.installed labextension ipykernel6-venvs
+	MIBYAN_NO_SKIP=1 $(VENV)/bin/pytest -m "not browser and not dist"
 
-pytest-browser: $(VENV)/.installed labextension chromium
+pytest-browser: $(VENV)/.installed labextension chromium ipykernel6-venvs
 	MIBYAN_NO_SKIP=1 $(VENV)/bin/pytest -m browser tests/browser
 
 chromium:
 	bash tests/browser/ensure_chromium.sh
+
+# Kernels with an older ipykernel (the fallback mode: no clicks during a run), each in a venv
+# of its own with this package installed editable: the oldest 6.x the package allows and the
+# newest. tests/jupyter/test_kernel_ipykernel6.py starts kernels from them (~13 s each, once).
+IPYKERNEL6 := 6.17.1 6.31.0
+ipykernel6-venvs: $(foreach v,$(IPYKERNEL6),build/ipykernel-$(v)-venv/.installed)
+
+build/ipykernel-%-venv/.installed: pyproject.toml
+	rm -rf build/ipykernel-$*-venv
+	$(PYTHON) -m venv build/ipykernel-$*-venv
+	build/ipykernel-$*-venv/bin/python -m pip install -q 'ipykernel==$*' 'ipython>=9' -e .
+	touch $@
 
 demo: $(VENV)/.installed
 	$(VENV)/bin/python -m mibyan_jupyter.quickstart notebooks/01-quickstart.ipynb --workdir build/demo
@@ -60,6 +76,19 @@ bench: $(BENCH_VENV)/.installed
 		echo "== $$f"; \
 		$(BENCH_VENV)/bin/python "$$f"; \
 	done
+
+# Not part of make test: both reach PyPI and the npm registry (tests reach no registry).
+# dist: in a fresh copy of the repository (tracked files plus working changes), a wheel built
+# from the checkout (its build hook builds the extension), an sdist, and a wheel built from
+# the sdist with Node.js hidden; then tests/packaging/test_dist.py lists what they carry.
+# binder-check: tests/packaging/binder_check.sh follows repo2docker's steps (binder/).
+.PHONY: dist binder-check
+dist: $(VENV)/.installed
+	bash tests/packaging/build_dist.sh build/dist $(PYTHON)
+	MIBYAN_NO_SKIP=1 MIBYAN_DIST=build/dist $(VENV)/bin/pytest -q -p no:cacheprovider -m dist tests/packaging
+
+binder-check:
+	bash tests/packaging/binder_check.sh build/binder-check
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
