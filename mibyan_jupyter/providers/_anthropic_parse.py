@@ -21,6 +21,7 @@ addressed by a block index); our events and :class:`AssistantMessage` are flatte
 from __future__ import annotations
 
 import json
+from collections.abc import Set as AbstractSet
 from typing import Any, Final
 
 from mibyan_jupyter.core.messages import (
@@ -87,12 +88,21 @@ class AnthropicParser:
         "_raw",
         "_started",
         "_stop",
+        "_taken",
         "_usage",
     )
 
-    def __init__(self, model: str, *, resume: AnthropicParser | None = None) -> None:
+    def __init__(
+        self,
+        model: str,
+        *,
+        resume: AnthropicParser | None = None,
+        taken: AbstractSet[str] = frozenset(),
+    ) -> None:
         """``resume``: the parser of a reply that stopped with ``pause_turn``, which this
-        response continues."""
+        response continues. ``taken``: the call ids earlier replies of the conversation use,
+        which a new call's id must not repeat (see :func:`unique_call_id`)."""
+        self._taken = frozenset(taken)
         self._model = model
         self._started = False
         self._done = False
@@ -199,7 +209,7 @@ class AnthropicParser:
             wire_id, name = start.get("id", ""), start.get("name", "")
             if not isinstance(wire_id, str) or not isinstance(name, str):
                 raise TypeError("a tool_use block needs a string id and name")
-            call_id = clean_text(unique_call_id(wire_id, {b.call_id for b in tools}))
+            call_id = clean_text(unique_call_id(wire_id, {b.call_id for b in tools} | self._taken))
             raw["id"] = call_id  # a continuation sends the block back with the same id
             block = StreamBlock(
                 "tool", raw, call=len(tools), call_id=call_id, name=clean_text(name)

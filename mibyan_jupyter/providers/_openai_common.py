@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from pydantic_core import from_json
@@ -218,7 +219,7 @@ class _Call:
 
     def __init__(self, call_id: str, wire_id: str, name: str) -> None:
         self.id = call_id
-        """Unique within the reply (see :func:`unique_call_id`)."""
+        """Unique within the conversation (see :func:`unique_call_id`)."""
         self.wire_id = wire_id
         """The id the server sent, which its later fragments repeat."""
         self.name = name
@@ -241,7 +242,9 @@ class MessageBuilder:
 
     __slots__ = ("_calls", "_ids", "_open", "_started", "_text", "_thinking", "api", "model")
 
-    def __init__(self, model: str, api: str) -> None:
+    def __init__(self, model: str, api: str, *, taken: AbstractSet[str] = frozenset()) -> None:
+        """``taken``: ids earlier replies of the conversation use; a call reusing one is
+        renamed like a repeat within the reply (see :func:`unique_call_id`)."""
         self.model = model
         self.api = api
         self._started = False
@@ -249,7 +252,7 @@ class MessageBuilder:
         self._text: list[str] = []
         self._thinking: list[_Block] = []
         self._calls: list[_Call] = []
-        self._ids: set[str] = set()
+        self._ids: set[str] = set(taken)
 
     def start(self, out: list[StreamEvent]) -> None:
         if not self._started:

@@ -35,6 +35,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any, Final
 
 from mibyan_jupyter.core.messages import (
@@ -200,8 +201,8 @@ class AnthropicAdapter:
             headers["x-api-key"] = api_key
         return headers
 
-    def new_parser(self, model: str) -> AnthropicParser:
-        self._last = AnthropicParser(model, resume=self._paused)
+    def new_parser(self, model: str, *, taken: AbstractSet[str] = frozenset()) -> AnthropicParser:
+        self._last = AnthropicParser(model, resume=self._paused, taken=taken)
         return self._last
 
     def map_stop_reason(self, raw: str | None) -> StopReason:

@@ -5,8 +5,9 @@ spoken by three adapters with the same few functions, so they can be read side b
 
 * ``build_body(request)`` -> the JSON body (messages and tools converted, stream on);
 * ``convert_messages(...)`` / ``convert_tools(...)`` -> the wire shapes;
-* ``new_parser(model)`` -> a :class:`StreamParser`, a pure state machine fed one decoded
-  SSE event at a time that returns our normalized stream events;
+* ``new_parser(model, taken=...)`` -> a :class:`StreamParser`, a pure state machine fed one
+  decoded SSE event at a time that returns our normalized stream events (``taken``: the
+  call ids the conversation already uses, so a reused id is made unique);
 * ``map_stop_reason(raw)`` -> our :data:`StopReason`.
 
 Endpoint and credentials are not the adapter's business: they come from the
@@ -17,6 +18,7 @@ server is configuration, not a new adapter.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypeAlias
 
@@ -70,7 +72,12 @@ class WireAdapter(Protocol):
 
     def headers(self, api_key: str | None) -> dict[str, str]: ...
 
-    def new_parser(self, model: str) -> StreamParser: ...
+    def new_parser(self, model: str, *, taken: AbstractSet[str] = frozenset()) -> StreamParser:
+        """``taken``: the tool-call ids of the request's assistant messages. A server that
+        restarts its ids per reply (Kimi's ``functions.name:0``, ``call_0`` from DeepSeek or
+        GLM) would otherwise give a later call an earlier one's id, and the store's audit
+        row of the earlier call would be replaced."""
+        ...
 
     def map_stop_reason(self, raw: str | None) -> StopReason: ...
 

@@ -8,12 +8,12 @@ the response, and with it the connection, at once.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 
 import httpx
 
-from mibyan_jupyter.core.messages import AssistantMessage
+from mibyan_jupyter.core.messages import AssistantMessage, Message
 from mibyan_jupyter.core.stream import ModelRequest, StreamEvent
 from mibyan_jupyter.providers.base import StreamParser, WireAdapter
 from mibyan_jupyter.providers.credentials import REDACT
@@ -49,7 +49,7 @@ async def stream_once(
         async with http.stream("POST", url, json=body, headers=headers) as response:
             if response.status_code >= 400:
                 raise await _http_error(response, adapter)
-            parser = adapter.new_parser(spec.model_id)
+            parser = adapter.new_parser(spec.model_id, taken=call_ids(request.messages))
             decoder = SseDecoder()
             async for chunk in response.aiter_bytes():
                 for sse in decoder.feed(chunk):
@@ -74,6 +74,20 @@ async def stream_once(
         )
     if outcome.error is not None and parser is not None:
         outcome.partial = parser.partial()
+
+
+def call_ids(messages: Sequence[Message]) -> frozenset[str]:
+    """The tool-call ids the conversation's assistant messages already use. Why: ids are
+    made unique at parse time, and a server that restarts its ids per reply (Kimi's
+    ``functions.name:0``, DeepSeek's and GLM's ``call_0``) must not give a later call an
+    earlier one's id: the store keys its audit rows by (session, call id), and the next
+    request must pair every result with one call."""
+    return frozenset(
+        call.id
+        for message in messages
+        if isinstance(message, AssistantMessage)
+        for call in message.tool_calls
+    )
 
 
 async def _http_error(response: httpx.Response, adapter: WireAdapter) -> ProviderError:

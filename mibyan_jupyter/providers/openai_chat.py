@@ -15,6 +15,7 @@ that at end of stream. Anything shorter is a cut-off stream: ``format_error``.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any, assert_never
 
 from mibyan_jupyter.core.messages import (
@@ -127,8 +128,8 @@ class ChatCompletionsAdapter:
     def headers(self, api_key: str | None) -> dict[str, str]:
         return common.headers(api_key)
 
-    def new_parser(self, model: str) -> ChatStreamParser:
-        return ChatStreamParser(model)
+    def new_parser(self, model: str, *, taken: AbstractSet[str] = frozenset()) -> ChatStreamParser:
+        return ChatStreamParser(model, taken=taken)
 
     def map_stop_reason(self, raw: str | None) -> StopReason:
         """Unknown or missing reasons (``eos`` and friends from small servers) mean stop."""
@@ -198,8 +199,8 @@ class ChatStreamParser:
 
     __slots__ = ("_b", "_done", "_finish", "_open", "_usage", "_wire")
 
-    def __init__(self, model: str) -> None:
-        self._b = common.MessageBuilder(model, "chat_completions")
+    def __init__(self, model: str, *, taken: AbstractSet[str] = frozenset()) -> None:
+        self._b = common.MessageBuilder(model, "chat_completions", taken=taken)
         self._wire: dict[int, int] = {}  # the server's tool-call index -> ours
         self._open: int | None = None  # our index of the call receiving fragments
         self._finish: str | None = None

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any, assert_never
 
 from mibyan_jupyter.core.messages import (
@@ -133,8 +134,10 @@ class ResponsesAdapter:
     def headers(self, api_key: str | None) -> dict[str, str]:
         return common.headers(api_key)
 
-    def new_parser(self, model: str) -> ResponsesStreamParser:
-        return ResponsesStreamParser(model)
+    def new_parser(
+        self, model: str, *, taken: AbstractSet[str] = frozenset()
+    ) -> ResponsesStreamParser:
+        return ResponsesStreamParser(model, taken=taken)
 
     def map_stop_reason(self, raw: str | None) -> StopReason:
         """``raw`` is the response status, or for ``incomplete`` the reason it gives."""
@@ -216,8 +219,8 @@ class ResponsesStreamParser:
 
     __slots__ = ("_b", "_calls", "_done", "_raw", "_reasoning", "_streamed_text", "_usage")
 
-    def __init__(self, model: str) -> None:
-        self._b = common.MessageBuilder(model, "codex_responses")
+    def __init__(self, model: str, *, taken: AbstractSet[str] = frozenset()) -> None:
+        self._b = common.MessageBuilder(model, "codex_responses", taken=taken)
         self._reasoning = ReasoningItems(self._b)  # one thinking block per reasoning item
         self._calls: dict[str | int, int] = {}  # item id and output index -> our call index
         self._streamed_text = False  # whether the current message item streamed deltas
