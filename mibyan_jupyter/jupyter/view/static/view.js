@@ -85,7 +85,7 @@ function runHandlers(parts) {
       node.dataset.kind = op.kind;
       if (op.detail) {
         const more = make("details", "mibyan-notice-detail");
-        more.append(make("summary", "", "Summary"), make("pre", "", op.detail));
+        more.append(make("summary", "", op.kind === "compaction" ? "Summary" : "Details"), make("pre", "", op.detail));
         node.append(more);
       }
       parts.body.append(node);
