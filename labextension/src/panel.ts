@@ -24,16 +24,47 @@ import {
   renameWithDialog,
   resumeHere
 } from './panelActions';
-import { ISession, listSessions } from './panelApi';
+import { API_LIMIT_MAX, IHit, IListing, ISession, listSessions } from './panelApi';
 import { SessionDetails } from './panelDetails';
 import { SessionList } from './panelList';
-import { anyActive, groupByLineage } from './panelModel';
+import { anyActive, groupByLineage, hitsBySession } from './panelModel';
 
 export const PANEL_ID = 'mibyan-sessions-panel';
 export const OPEN_PANEL_COMMAND = 'mibyan:open-sessions-panel';
 /** While a listed session runs, how often the list is fetched again. */
 export const POLL_MS = 3000;
 const SEARCH_DEBOUNCE_MS = 300;
+/** How many sessions (or a search's hits) one "Load more" adds. */
+export const PAGE_SIZE = 100;
+/** A search has no offset in the API: it grows by its `limit`, up to the API's most. */
+const SEARCH_MAX = API_LIMIT_MAX;
+
+/**
+ * The first `want` sessions (or a search's first `want` hits), fetched from offset 0 in as
+ * many pages as the API's limit needs. Every refresh fetches them all again, so a poll sees a
+ * session that moved between pages, and lineage groups are formed over the whole list.
+ */
+async function fetchListing(query: string, want: number): Promise<IListing> {
+  if (query.trim()) {
+    return listSessions(query, Math.min(want, SEARCH_MAX));
+  }
+  const first = await listSessions('', Math.min(want, API_LIMIT_MAX), 0);
+  const sessions = [...first.sessions];
+  while (sessions.length < want && sessions.length < (first.total ?? 0)) {
+    const page = await listSessions(
+      '',
+      Math.min(want - sessions.length, API_LIMIT_MAX),
+      sessions.length
+    );
+    if (page.sessions.length === 0) {
+      break;
+    }
+    sessions.push(...page.sessions);
+  }
+  // A session updated between two pages' requests moves up and may come twice: keep it once.
+  const unique = new Map(sessions.map(s => [s.id, s]));
+  return { sessions: [...unique.values()], hits: [], total: first.total };
+}
 
 function plural(count: number, noun: string): string {
   return `${count} ${noun}${count === 1 ? '' : 's'}`;
@@ -59,11 +90,14 @@ export class SessionsPanel extends Widget {
     this.search.className = 'jp-mod-styled mibyan-sp-search';
     this.search.placeholder = 'Search messages…';
     this.search.setAttribute('aria-label', 'Search the sessions’ messages');
-    this.search.addEventListener('input', () => this.debounceSearch());
+    this.search.addEventListener('input', () => {
+      this.want = PAGE_SIZE; // a new search starts at its first page
+      this.debounceSearch();
+    });
     this.search.addEventListener('keydown', event => {
       if (event.key === 'ArrowDown') {
         event.preventDefault();
-        this.list.node.querySelector<HTMLElement>('.mibyan-sp-item[tabindex="0"]')?.focus();
+        this.list.focusCurrent();
       } else if (event.key === 'Enter') {
         clearTimeout(this.searchTimer);
         void this.refresh();
@@ -74,7 +108,11 @@ export class SessionsPanel extends Widget {
     this.status.setAttribute('aria-live', 'polite');
     this.list = new SessionList({
       select: session => this.select(session),
-      open: session => void this.act(() => openTranscript(app, sanitizer, session))
+      open: session => void this.act(() => openTranscript(app, sanitizer, session)),
+      more: () => {
+        this.want += PAGE_SIZE;
+        void this.refresh();
+      }
     });
     this.details = new SessionDetails({
       open: s => this.act(() => openTranscript(this.app, this.sanitizer, s)),
@@ -98,15 +136,18 @@ export class SessionsPanel extends Widget {
     const ticket = ++this.ticket;
     const query = this.search.value;
     try {
-      const listing = await listSessions(query);
+      const listing = await fetchListing(query, this.want);
       if (ticket !== this.ticket || this.isDisposed) {
         return; // a newer refresh is on its way
       }
       this.sessions = listing.sessions;
+      this.hits = listing.hits;
+      this.more = this.moreLabel(query, listing);
       this.status.textContent = query.trim()
         ? `${plural(listing.hits.length, 'matching message')} in ` +
           plural(listing.sessions.length, 'session')
-        : plural(listing.total ?? listing.sessions.length, 'session');
+        : plural(listing.total ?? listing.sessions.length, 'session') +
+          (this.more === null ? '' : `, newest ${listing.sessions.length} shown`);
       this.status.classList.remove('mibyan-sp-error');
     } catch (error) {
       if (ticket !== this.ticket) {
@@ -119,10 +160,13 @@ export class SessionsPanel extends Widget {
     const selected = this.sessions.find(s => s.id === this.selected?.id) ?? null;
     this.selected = selected;
     // A poll that finds nothing new leaves the DOM alone: no flicker, no click lost mid-way.
-    const shown = JSON.stringify([query, this.sessions, selected?.id]);
+    const shown = JSON.stringify([query, this.sessions, this.hits, this.more, selected?.id]);
     if (shown !== this.shown) {
       this.shown = shown;
-      this.list.render(groupByLineage(this.sessions), selected?.id ?? null, empty);
+      this.list.render(groupByLineage(this.sessions), selected?.id ?? null, empty, {
+        hits: hitsBySession(this.hits),
+        more: this.more
+      });
       this.details.show(selected);
     }
     this.schedulePoll();
@@ -142,6 +186,16 @@ export class SessionsPanel extends Widget {
     clearTimeout(this.pollTimer);
     clearTimeout(this.searchTimer);
     super.dispose();
+  }
+
+  /** The "Load more" row's text, or null when the list holds everything there is. */
+  private moreLabel(query: string, listing: IListing): string | null {
+    if (query.trim()) {
+      const full = listing.hits.length >= this.want && this.want < SEARCH_MAX;
+      return full ? 'Load more matches' : null;
+    }
+    const left = (listing.total ?? 0) - listing.sessions.length;
+    return left > 0 ? `Load more (${left} older)` : null;
   }
 
   private schedulePoll(): void {
@@ -189,6 +243,10 @@ export class SessionsPanel extends Widget {
   private readonly list: SessionList;
   private readonly details: SessionDetails;
   private sessions: ISession[] = [];
+  private hits: IHit[] = [];
+  private more: string | null = null;
+  /** How many sessions (or hits) the list holds: grows by a page with each "Load more". */
+  private want = PAGE_SIZE;
   private selected: ISession | null = null;
   private ticket = 0;
   private shown = '';

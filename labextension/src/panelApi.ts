@@ -97,10 +97,18 @@ function send(method: string, body: unknown): RequestInit {
   return { method, body: JSON.stringify(body), headers: { 'Content-Type': 'application/json' } };
 }
 
-/** The newest sessions, or with `query` the sessions whose messages match it. */
-export async function listSessions(query: string, limit = 200): Promise<IListing> {
+/** The most the API gives in one answer (its `limit` is 1..500). */
+export const API_LIMIT_MAX = 500;
+
+/**
+ * A page of the newest sessions (`offset` on), or with `query` the sessions whose messages
+ * match it (a search has no offset: a longer one asks for a larger `limit`).
+ */
+export async function listSessions(query: string, limit = 100, offset = 0): Promise<IListing> {
   const q = query.trim();
-  const params = q ? `?q=${encodeURIComponent(q)}&limit=${limit}` : `?limit=${limit}`;
+  const params = q
+    ? `?q=${encodeURIComponent(q)}&limit=${limit}`
+    : `?limit=${limit}&offset=${offset}`;
   const body = await json<{ sessions: ISession[]; hits?: IHit[]; total?: number }>(params);
   return { sessions: body.sessions, hits: body.hits ?? [], total: body.total ?? null };
 }

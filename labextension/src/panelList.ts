@@ -3,10 +3,12 @@
  *
  * One item is in the tab order at a time (a roving tabindex): Tab reaches the list once,
  * ArrowUp / ArrowDown move between visible items, ArrowRight / ArrowLeft open and close a
- * lineage, Home / End jump, Enter or Space opens the session's transcript. Everything is built
- * with textContent: titles and notebook paths come from the store, i.e. from models and users.
+ * lineage, Home / End jump, Enter or Space opens the session's transcript. A search's hits are
+ * rows under their session (Enter opens that session's transcript too), and a "Load more" row
+ * ends a list the API has more of. Everything is built with textContent and `<mark>` elements:
+ * titles, notebook paths and snippets come from the store, i.e. from models and users.
  */
-import { ISession } from './panelApi';
+import { IHit, ISession } from './panelApi';
 import {
   IGroup,
   formatCost,
@@ -15,18 +17,25 @@ import {
   notebookLabel,
   statusBadge
 } from './panelModel';
+import { hitRow, moreRow, span } from './panelRows';
 
 export interface IListCallbacks {
   select(session: ISession): void;
   open(session: ISession): void;
+  /** The "Load more" row was chosen: fetch the next page. */
+  more(): void;
 }
 
-function span(className: string, text: string): HTMLSpanElement {
-  const node = document.createElement('span');
-  node.className = className;
-  node.textContent = text;
-  return node;
+/** What a render shows besides the groups. */
+export interface IListExtras {
+  /** A search's hits by session id (empty for a plain listing). */
+  hits: Map<string, IHit[]>;
+  /** The "Load more" row's text, or null when everything is listed. */
+  more: string | null;
 }
+
+/** Every row the keyboard moves through: sessions, hits and "Load more". */
+const ROW = '.mibyan-sp-item, .mibyan-sp-hit, .mibyan-sp-more';
 
 export class SessionList {
   readonly node: HTMLElement;
@@ -42,11 +51,17 @@ export class SessionList {
   /** Lineages whose children are hidden (by root id); kept across refreshes. */
   readonly collapsed = new Set<string>();
 
-  /** Redraw; focus stays on the same session when the list had it. */
-  render(groups: IGroup[], selected: string | null, empty: string): void {
+  /**
+   * Redraw; focus stays on the same row when the list had it. After "Load more" it goes to
+   * the first row the new page added, so the keyboard carries on where the list ended.
+   */
+  render(groups: IGroup[], selected: string | null, empty: string, extras: IListExtras): void {
     const focused = this.node.contains(document.activeElement)
-      ? (document.activeElement as HTMLElement).dataset.sessionId
+      ? (document.activeElement as HTMLElement).dataset.key
       : undefined;
+    const rows = this.visibleItems();
+    const lastBefore = rows[rows.length - 2]?.dataset.key;
+    this.hits = extras.hits;
     this.sessions = new Map();
     this.node.replaceChildren();
     if (groups.length === 0) {
@@ -56,13 +71,24 @@ export class SessionList {
     for (const group of groups) {
       this.node.appendChild(this.groupNode(group, selected));
     }
+    if (extras.more !== null) {
+      this.node.appendChild(this.moreNode(extras.more));
+    }
     const items = this.visibleItems();
-    const current =
-      items.find(item => item.dataset.sessionId === (focused ?? selected)) ?? items[0];
+    let current = items.find(item => item.dataset.key === (focused ?? selected)) ?? items[0];
+    if (focused === 'more') {
+      const index = items.findIndex(item => item.dataset.key === lastBefore);
+      current = items[index + 1] ?? current;
+    }
     current.tabIndex = 0;
     if (focused !== undefined) {
       current.focus();
     }
+  }
+
+  /** Put the focus on the list's row in the tab order (from the search box's ArrowDown). */
+  focusCurrent(): void {
+    this.node.querySelector<HTMLElement>(`:is(${ROW})[tabindex="0"]`)?.focus();
   }
 
   private groupNode(group: IGroup, selected: string | null): HTMLElement {
@@ -71,7 +97,7 @@ export class SessionList {
     node.className = 'mibyan-sp-group';
     node.setAttribute('role', 'none');
     const head = this.itemNode(group.head, 1, selected);
-    node.appendChild(head);
+    node.append(head, ...this.hitNodes(group.head, 2));
     if (group.children.length > 0) {
       const open = !this.collapsed.has(root);
       head.setAttribute('aria-expanded', String(open));
@@ -88,7 +114,7 @@ export class SessionList {
       children.setAttribute('role', 'group');
       children.hidden = !open;
       for (const child of group.children) {
-        children.appendChild(this.itemNode(child, 2, selected));
+        children.append(this.itemNode(child, 2, selected), ...this.hitNodes(child, 3));
       }
       node.appendChild(children);
     }
@@ -103,6 +129,7 @@ export class SessionList {
     item.setAttribute('aria-level', String(level));
     item.setAttribute('aria-selected', String(session.id === selected));
     item.dataset.sessionId = session.id;
+    item.dataset.key = session.id;
     item.dataset.status = session.status;
     item.tabIndex = -1;
     const title = span('mibyan-sp-title', session.title || session.id);
@@ -131,12 +158,37 @@ export class SessionList {
     return item;
   }
 
+  private hitNodes(session: ISession, level: number): HTMLElement[] {
+    return (this.hits.get(session.id) ?? []).map(hit => {
+      const row = hitRow(session, hit, level);
+      row.addEventListener('click', () => {
+        this.choose(row);
+        this.callbacks.open(session);
+      });
+      return row;
+    });
+  }
+
+  private moreNode(label: string): HTMLElement {
+    const row = moreRow(label);
+    row.addEventListener('click', () => {
+      this.choose(row);
+      this.callbacks.more();
+    });
+    return row;
+  }
+
+  /** The session a row stands for: its own, or the one a hit was found in. */
+  private sessionOf(row: HTMLElement): ISession | undefined {
+    return this.sessions.get(row.dataset.sessionId ?? row.dataset.hitSession ?? '');
+  }
+
   private choose(item: HTMLElement): void {
-    this.node.querySelectorAll<HTMLElement>('.mibyan-sp-item').forEach(other => {
+    this.node.querySelectorAll<HTMLElement>(ROW).forEach(other => {
       other.tabIndex = other === item ? 0 : -1;
     });
     item.focus();
-    const session = this.sessions.get(item.dataset.sessionId ?? '');
+    const session = this.sessionOf(item);
     if (session) {
       this.callbacks.select(session);
     }
@@ -160,19 +212,19 @@ export class SessionList {
   }
 
   private visibleItems(): HTMLElement[] {
-    return Array.from(this.node.querySelectorAll<HTMLElement>('.mibyan-sp-item')).filter(
+    return Array.from(this.node.querySelectorAll<HTMLElement>(ROW)).filter(
       item => !item.closest('.mibyan-sp-children[hidden]')
     );
   }
 
   private onKey(event: KeyboardEvent): void {
-    const item = (event.target as HTMLElement).closest<HTMLElement>('.mibyan-sp-item');
+    const item = (event.target as HTMLElement).closest<HTMLElement>(ROW);
     if (!item) {
       return;
     }
     const items = this.visibleItems();
     const index = items.indexOf(item);
-    const session = this.sessions.get(item.dataset.sessionId ?? '');
+    const session = this.sessionOf(item);
     const expanded = item.getAttribute('aria-expanded');
     let next: HTMLElement | undefined;
     switch (event.key) {
@@ -192,6 +244,8 @@ export class SessionList {
       case 'ArrowLeft':
         if (expanded !== null && (expanded === 'true') === (event.key === 'ArrowLeft')) {
           this.toggle(session?.root_id || item.dataset.sessionId || '', item);
+        } else if (event.key === 'ArrowLeft' && item.dataset.hitSession) {
+          next = items.find(row => row.dataset.key === item.dataset.hitSession);
         } else if (event.key === 'ArrowLeft' && item.getAttribute('aria-level') === '2') {
           next =
             item.closest('.mibyan-sp-group')?.querySelector<HTMLElement>('.mibyan-sp-item') ??
@@ -200,7 +254,9 @@ export class SessionList {
         break;
       case 'Enter':
       case ' ':
-        if (session) {
+        if (item.dataset.key === 'more') {
+          this.callbacks.more();
+        } else if (session) {
           this.choose(item);
           this.callbacks.open(session);
         }
@@ -216,4 +272,5 @@ export class SessionList {
   }
 
   private sessions = new Map<string, ISession>();
+  private hits = new Map<string, IHit[]>();
 }

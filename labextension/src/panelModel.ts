@@ -3,7 +3,7 @@
  * badges and the one-line texts. Kept apart from the widget so the rules (which session heads a
  * group, what a leased session may do) read in one place.
  */
-import { ISession } from './panelApi';
+import { IHit, ISession } from './panelApi';
 
 /** A lineage: its root (or, when the root is not listed, its newest member) and the rest. */
 export interface IGroup {
@@ -109,4 +109,48 @@ export function notebookLabel(path: string | null): string {
   }
   const parts = path.split('/');
   return parts[parts.length - 1] || path;
+}
+
+/** One run of a hit's snippet: marked when the search matched it. */
+export interface IPiece {
+  text: string;
+  mark: boolean;
+}
+
+/**
+ * A snippet cut at its highlights' `[start, end]` offsets (store/search.py gives them in
+ * order); offsets out of range or overlapping are clamped, so a bad pair never drops text.
+ */
+export function highlightPieces(snippet: string, highlights: [number, number][]): IPiece[] {
+  const pieces: IPiece[] = [];
+  let at = 0;
+  for (const [rawStart, rawEnd] of highlights) {
+    const start = Math.max(at, Math.min(rawStart, snippet.length));
+    const end = Math.max(start, Math.min(rawEnd, snippet.length));
+    if (start > at) {
+      pieces.push({ text: snippet.slice(at, start), mark: false });
+    }
+    if (end > start) {
+      pieces.push({ text: snippet.slice(start, end), mark: true });
+    }
+    at = end;
+  }
+  if (at < snippet.length) {
+    pieces.push({ text: snippet.slice(at), mark: false });
+  }
+  return pieces;
+}
+
+/** A search's hits by session id, each session's best first (the API's order). */
+export function hitsBySession(hits: IHit[]): Map<string, IHit[]> {
+  const bySession = new Map<string, IHit[]>();
+  for (const hit of hits) {
+    const list = bySession.get(hit.session_id);
+    if (list) {
+      list.push(hit);
+    } else {
+      bySession.set(hit.session_id, [hit]);
+    }
+  }
+  return bySession;
 }
