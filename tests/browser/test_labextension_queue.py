@@ -72,16 +72,25 @@ _ip.kernel.comm_manager.register_target("mibyan_jupyter.queue", _answer)
 "ready"
 """
 
-# Page side: every comm_open / comm_close sent or received, with a timestamp, and any request
-# for a kernel subshell (JupyterLab 4.6 moves comms to one unless the comm opts out).
+# Page side: every comm_open / comm_close of the queue comm sent or received, with a timestamp,
+# and any request for a kernel subshell (JupyterLab 4.6 moves comms to one unless the comm opts
+# out). Other comms (the notebook tools' own, the widgets') are not the queue's: left out.
 WATCH_COMMS = """() => {
   const kernel = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
   window.__mibyanComms = [];
+  const queue = new Set();
   kernel.anyMessage.connect((_, args) => {
     const type = args.msg.header.msg_type;
-    if (['comm_open', 'comm_close', 'create_subshell_request'].includes(type)) {
-      window.__mibyanComms.push({type: `${args.direction} ${type}`, at: performance.now()});
+    const content = args.msg.content || {};
+    if (type === 'comm_open') {
+      if (content.target_name !== 'mibyan_jupyter.queue') return;
+      queue.add(content.comm_id);
+    } else if (type === 'comm_close') {
+      if (!queue.has(content.comm_id)) return;
+    } else if (type !== 'create_subshell_request') {
+      return;
     }
+    window.__mibyanComms.push({type: `${args.direction} ${type}`, at: performance.now()});
   });
 }"""
 
