@@ -29,6 +29,25 @@ _GUARD = NetworkGuard()
 
 
 @pytest.fixture(scope="session", autouse=True)
+def _shells_leave_quietly() -> Iterator[None]:
+    """Every IPython shell a test made registered an exit handler that resets it, and each
+    reset runs a full ``gc.collect()`` (~60 ms on this suite's heap): hundreds of shells made
+    the process take ~30 s to exit after the last test. Those shells are done with by then
+    (their history is in memory or in a temporary folder), so their handlers are dropped."""
+    yield
+    import atexit
+    import gc
+    import sys
+
+    shell_module = sys.modules.get("IPython.core.interactiveshell")
+    if shell_module is None:
+        return
+    for obj in gc.get_objects():
+        if isinstance(obj, shell_module.InteractiveShell):
+            atexit.unregister(obj.atexit_operations)
+
+
+@pytest.fixture(scope="session", autouse=True)
 def network_guard() -> Iterator[NetworkGuard]:
     """The session's network guard (installed before the first test, removed after the last)."""
     _GUARD.install()

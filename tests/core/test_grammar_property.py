@@ -285,6 +285,7 @@ async def _run(scenario: Scenario, cancel_at: int | None = None) -> list[AgentEv
     return first_events
 
 
+@pytest.mark.slow  # a property run: in make test, not in the fast lane
 @settings(
     max_examples=150,
     deadline=None,

@@ -164,6 +164,7 @@ async def _session(server: FakeProviderServer, mode: str, outputs: Outputs, path
         store.close()
 
 
+@pytest.mark.slow  # a property run: in make test, not in the fast lane
 @settings(
     max_examples=60,
     deadline=None,
