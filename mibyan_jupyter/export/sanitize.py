@@ -248,7 +248,10 @@ def _fix_links(text: str) -> str:
     while (match := _DEST_START.search(text, search_from)) is not None:
         start = match.end()
         end = _destination_end(text, start)
-        if unsafe_url(text[start:end]):
+        # ``<...>`` encloses a destination; an unclosed ``<`` (the rest of the line is
+        # the destination then) is judged without it too.
+        destination = text[start:end].removeprefix("<").removesuffix(">")
+        if unsafe_url(destination):
             out.append(text[position:start])
             out.append("#")
             position = search_from = end
