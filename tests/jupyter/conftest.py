@@ -7,7 +7,10 @@ from pathlib import Path
 
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
+from kernel_driver import KernelDriver
 from traitlets.config import Config
+
+from mibyan_jupyter.testing import FakeProviderServer
 
 
 @pytest.fixture
@@ -42,3 +45,22 @@ def loaded_shell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[In
     ip.run_line_magic("unload_ext", "mibyan_jupyter")
     reset_kernel_state()
     InteractiveShell.clear_instance()
+
+
+@pytest.fixture
+def server(fake_provider: FakeProviderServer) -> FakeProviderServer:
+    """The loopback fake provider (the root conftest's), by the name the kernel tests use."""
+    return fake_provider
+
+
+@pytest.fixture
+def kernel(tmp_path: Path) -> Iterator[KernelDriver]:
+    """A real kernel in a folder of its own (its own memory folder too) with the extension
+    loaded. A test file that needs another environment defines its own ``kernel``."""
+    driver = KernelDriver(tmp_path, env={"MIBYAN_MEMORY_DIR": str(tmp_path / "memory")})
+    try:
+        loaded = driver.run("%load_ext mibyan_jupyter")
+        assert (loaded.reply or {}).get("status") == "ok", (loaded.reply, loaded.text())
+        yield driver
+    finally:
+        driver.close()

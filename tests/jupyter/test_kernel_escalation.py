@@ -8,7 +8,6 @@ the audit says who decided (``user``, ``policy``, ``rule``) truthfully."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -53,22 +52,6 @@ def later(*args):
 
 ip.events.register("post_run_cell", later)
 """
-
-
-@pytest.fixture
-def server() -> Iterator[FakeProviderServer]:
-    with FakeProviderServer() as fake:
-        yield fake
-
-
-@pytest.fixture
-def kernel(tmp_path: Path) -> Iterator[KernelDriver]:
-    driver = KernelDriver(tmp_path)
-    try:
-        assert driver.run("%load_ext mibyan_jupyter").reply["status"] == "ok"  # type: ignore[index]
-        yield driver
-    finally:
-        driver.close()
 
 
 def cell(server: FakeProviderServer, tools: str, prompt: str = "go", *, more: str = "") -> str:

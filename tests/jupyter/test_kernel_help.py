@@ -4,9 +4,6 @@ so the input transformer answers it. ``%agent?`` shows the commands, not "no doc
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 from kernel_driver import Execution, KernelDriver
 
@@ -14,16 +11,6 @@ from mibyan_jupyter.jupyter.cell.options import CELL_FLAGS
 from mibyan_jupyter.jupyter.commands.reference import REFERENCE
 
 pytestmark = [pytest.mark.kernel, pytest.mark.timeout(120)]
-
-
-@pytest.fixture
-def kernel(tmp_path: Path) -> Iterator[KernelDriver]:
-    driver = KernelDriver(tmp_path, env={"MIBYAN_MEMORY_DIR": str(tmp_path / "memory")})
-    try:
-        ok(driver.run("%load_ext mibyan_jupyter"))
-        yield driver
-    finally:
-        driver.close()
 
 
 def ok(execution: Execution) -> str:

@@ -4,7 +4,6 @@ a one-line error and a valid stored transcript, and with no front end the policy
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,16 +17,6 @@ from mibyan_jupyter.store.sessions import SessionStore
 pytestmark = [pytest.mark.kernel, pytest.mark.timeout(120)]
 
 RUN_PYTHON_CELL = "%%agent --tools python\nUse run_python to compute:\n```python\nprint(6 * 7)\n```"
-
-
-@pytest.fixture
-def kernel(tmp_path: Path) -> Iterator[KernelDriver]:
-    driver = KernelDriver(tmp_path)
-    try:
-        assert driver.run("%load_ext mibyan_jupyter").reply["status"] == "ok"  # type: ignore[index]
-        yield driver
-    finally:
-        driver.close()
 
 
 def _render_views(kernel: KernelDriver, answered: set[str]) -> None:

@@ -15,7 +15,6 @@ checked is what the user meets (docs/architecture.md, "Context compression"):
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,22 +28,6 @@ pytestmark = [pytest.mark.kernel, pytest.mark.timeout(120)]
 RECEIPT = re.compile(r"\d+ messages summarised, \d+ → \d+ messages, [\d,]+ → [\d,]+ tokens")
 """The receipt: messages summarised, messages and tokens before -> after."""
 SUMMARY = "The user asked a dozen numbered questions about lighthouses."
-
-
-@pytest.fixture
-def server() -> Iterator[FakeProviderServer]:
-    with FakeProviderServer() as fake:
-        yield fake
-
-
-@pytest.fixture
-def kernel(tmp_path: Path) -> Iterator[KernelDriver]:
-    driver = KernelDriver(tmp_path, env={"MIBYAN_MEMORY_DIR": str(tmp_path / "memory")})
-    try:
-        ok(driver.run("%load_ext mibyan_jupyter"))
-        yield driver
-    finally:
-        driver.close()
 
 
 def ok(execution: Execution) -> str:

@@ -11,8 +11,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,22 +20,6 @@ from mibyan_jupyter.jupyter.kernel_tools.notebook_comm import HEADLESS, TARGET
 from mibyan_jupyter.testing import FakeCall, FakeProviderServer, FakeReply
 
 pytestmark = [pytest.mark.kernel, pytest.mark.timeout(120)]
-
-
-@pytest.fixture
-def server() -> Iterator[FakeProviderServer]:
-    with FakeProviderServer() as fake:
-        yield fake
-
-
-@pytest.fixture
-def kernel(tmp_path: Path) -> Iterator[KernelDriver]:
-    driver = KernelDriver(tmp_path)
-    try:
-        assert driver.run("%load_ext mibyan_jupyter").reply["status"] == "ok"  # type: ignore[index]
-        yield driver
-    finally:
-        driver.close()
 
 
 def tool_results(server: FakeProviderServer) -> dict[str, str]:
