@@ -94,7 +94,7 @@ $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 
 $(VENV)/.installed: pyproject.toml | $(VENV)/bin/python
-	$(VENV)/bin/python -m pip install -q -e '.[test]'
+	$(VENV)/bin/python -m pip install -q -e '.[test,mcp,postgres]'
 	touch $@
 
 # The front-end extension (labextension/, TypeScript) is built with the venv's jlpm and

@@ -31,7 +31,8 @@ from mibyan_jupyter.jupyter.cell.context import (
 )
 from mibyan_jupyter.jupyter.cell.models import choose_cell_model, choose_model, stream_function
 from mibyan_jupyter.jupyter.cell.options import AgentUsageError, CellOptions, parse_cell_line
-from mibyan_jupyter.jupyter.kernel_tools import UnknownToolGroupError, kernel_tools, parse_groups
+from mibyan_jupyter.jupyter.cell.tool_sources import ToolSetting, cell_tools
+from mibyan_jupyter.jupyter.kernel_tools import UnknownToolGroupError, parse_groups
 from mibyan_jupyter.jupyter.state import kernel_state
 from mibyan_jupyter.store.session_queries import SessionSettings
 
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     from mibyan_jupyter.core.agent import Agent
     from mibyan_jupyter.core.approval import ApprovalGate
     from mibyan_jupyter.jupyter.defaults import Defaults
+    from mibyan_jupyter.jupyter.state import SessionHandle
     from mibyan_jupyter.jupyter.view import AgentView
 
 DEFAULT_SYSTEM_PROMPT = (
@@ -94,7 +96,7 @@ def plan_from_options(
         chosen = replace(chosen, context_window=options.context_window)
     stream_fn = stream_function(chosen, options.fallback_models)
     try:
-        groups = parse_groups(options.tools)
+        groups = parse_groups(options.tools, plugins=_plugin_names)
     except UnknownToolGroupError as error:
         raise AgentUsageError(str(error)) from None
     budget = BudgetLimits(
@@ -120,6 +122,14 @@ def plan_from_options(
     )
 
 
+def _plugin_names() -> list[str]:
+    """The installed plugins' groups: entry points are read only when a cell names a group
+    that is not built in (docs/architecture.md, "Tools from outside")."""
+    from mibyan_jupyter.plugins import group_names
+
+    return list(group_names())
+
+
 def session_config(plan: CellPlan) -> dict[str, Any]:
     """The settings a new session records, so a resume continues with them."""
     options = plan.options
@@ -143,22 +153,30 @@ def configure_agent(
     notebook: str | None = None,
     results: Any = None,
     on_usage: Callable[[Usage], None] | None = None,
+    handle: SessionHandle | None = None,
 ) -> None:
     """This cell's settings on the session's agent (the next cell may change them): the
     one place the model, stream function, tools, budget, approval, prompt builder and
     compaction are set. ``view`` asks before compacting (``--compact ask``); ``results``
     keeps the spilled tool results (``None``: the agent's own, in memory); ``on_usage``
-    bills the memory flush's model call (the store writer's ledger)."""
+    bills the memory flush's model call (the store writer's ledger); ``handle``: the session
+    being run (its writer keeps delegated children's transcripts)."""
     from IPython.core.getipython import get_ipython
 
     shell = get_ipython()
     namespace: dict[str, Any] = shell.user_ns if shell is not None else {}
-    tools = kernel_tools(
-        plan.groups,
-        namespace=namespace,
-        root=Path.cwd(),
-        shell=shell,
-        on_interrupt=lambda: agent.abort("interrupted (Kernel > Interrupt)"),
+    tools = cell_tools(
+        ToolSetting(
+            plan=plan,
+            agent=agent,
+            approval=approval,
+            namespace=namespace,
+            root=Path.cwd(),
+            shell=shell,
+            view=view,
+            handle=handle,
+            on_interrupt=lambda: agent.abort("interrupted (Kernel > Interrupt)"),
+        )
     )
     options = plan.options
     agent.stream_fn = plan.stream_fn

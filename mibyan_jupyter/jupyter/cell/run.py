@@ -180,6 +180,7 @@ async def _run(
         notebook=notebook_path(),
         results=results,
         on_usage=writer.bill,
+        handle=handle,
     )
     view.read_results_from(results)  # a spilled result's card loads its full text
     follower = HeaderFollower(view, loop)

@@ -19,27 +19,39 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from mibyan_jupyter.jupyter.kernel_tools.groups import (
+        AGENT_GROUPS,
+        BUILTIN_GROUPS,
         DEFAULT_GROUPS,
         TOOL_GROUPS,
         UnknownToolGroupError,
+        is_mcp_group,
+        kernel_groups,
         kernel_tools,
         parse_groups,
     )
     from mibyan_jupyter.jupyter.kernel_tools.risk import risk_note
 
 _WHERE = {
+    "AGENT_GROUPS": "groups",
+    "BUILTIN_GROUPS": "groups",
     "DEFAULT_GROUPS": "groups",
     "TOOL_GROUPS": "groups",
     "UnknownToolGroupError": "groups",
+    "is_mcp_group": "groups",
+    "kernel_groups": "groups",
     "kernel_tools": "groups",
     "parse_groups": "groups",
     "risk_note": "risk",
 }
 
 __all__ = [
+    "AGENT_GROUPS",
+    "BUILTIN_GROUPS",
     "DEFAULT_GROUPS",
     "TOOL_GROUPS",
     "UnknownToolGroupError",
+    "is_mcp_group",
+    "kernel_groups",
     "kernel_tools",
     "parse_groups",
     "risk_note",

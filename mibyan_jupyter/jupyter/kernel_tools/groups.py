@@ -23,28 +23,52 @@ from mibyan_jupyter.jupyter.kernel_tools.python_tool import python_tools
 from mibyan_jupyter.jupyter.kernel_tools.shell import shell_tools
 
 TOOL_GROUPS: tuple[str, ...] = ("inspect", "python", "files", "shell", "memory", "notebook")
+"""The groups :func:`kernel_tools` builds (tools bound to the kernel and the folder)."""
+AGENT_GROUPS: tuple[str, ...] = ("clarify", "delegate")
+"""Built-in groups the cell builds itself, since they need the cell's view, budget and store:
+``clarify`` asks the user a question on the cell, ``delegate`` runs child agents
+(docs/architecture.md, "Tools from outside")."""
+BUILTIN_GROUPS: tuple[str, ...] = TOOL_GROUPS + AGENT_GROUPS
 DEFAULT_GROUPS: tuple[str, ...] = ("inspect", "python", "files")
-_WORDS = "all, none, default"
+MCP_PREFIX = "mcp"
+"""``mcp`` is every enabled MCP server; ``mcp:NAME`` one server (names keep their case)."""
+_WORDS = "all, none, default, mcp, mcp:NAME, or an installed plugin's group"
+PluginNames = Callable[[], Iterable[str]]
+"""The installed plugins' group names, read only when a name is not a built-in one."""
 
 
 class UnknownToolGroupError(ValueError):
     """A tool group name that does not exist; the message lists the allowed ones."""
 
-    def __init__(self, name: str, *, problem: str | None = None) -> None:
+    def __init__(
+        self, name: str, *, problem: str | None = None, plugins: Iterable[str] = ()
+    ) -> None:
+        allowed = ", ".join((*BUILTIN_GROUPS, *plugins))
         super().__init__(
-            f"{problem or f'unknown tool group {name!r}'}; allowed: {', '.join(TOOL_GROUPS)} "
+            f"{problem or f'unknown tool group {name!r}'}; allowed: {allowed} "
             f"(comma-separated), or one of: {_WORDS}"
         )
         self.name = name
 
 
-def parse_groups(text: str) -> tuple[str, ...]:
-    """``"inspect,python"`` -> ``("inspect", "python")``, in :data:`TOOL_GROUPS` order.
+def is_mcp_group(name: str) -> bool:
+    """``mcp`` or ``mcp:NAME``."""
+    return name == MCP_PREFIX or name.startswith(MCP_PREFIX + ":")
 
-    ``"all"`` is every group, ``"none"`` no group, ``""`` and ``"default"`` the
-    :data:`DEFAULT_GROUPS` (``"default,shell"`` adds to them). Names are separated by
-    commas or spaces, case does not matter, repeats are ignored."""
-    names = [n for n in re.split(r"[\s,]+", text.strip().lower()) if n]
+
+def parse_groups(text: str, *, plugins: PluginNames | None = None) -> tuple[str, ...]:
+    """``"inspect,python"`` -> ``("inspect", "python")``: built-in groups in
+    :data:`BUILTIN_GROUPS` order, then ``mcp``/``mcp:NAME`` and plugin groups as given.
+
+    ``"all"`` is every built-in group (MCP servers and plugins start processes or run
+    third-party code, so they are named explicitly), ``"none"`` no group, ``""`` and
+    ``"default"`` the :data:`DEFAULT_GROUPS` (``"default,shell"`` adds to them). Names are
+    separated by commas or spaces, case does not matter (except a server's name after
+    ``mcp:``), repeats are ignored. Any other name must be one of ``plugins()`` (called
+    only then, so entry points are read only when a cell names a plugin)."""
+    names = [n for n in re.split(r"[\s,]+", text.strip()) if n]
+    mcp = MCP_PREFIX + ":"
+    names = [mcp + n[len(mcp) :] if n.lower().startswith(mcp) else n.lower() for n in names]
     if not names:
         return DEFAULT_GROUPS
     if "none" in names:
@@ -52,16 +76,33 @@ def parse_groups(text: str) -> tuple[str, ...]:
             raise UnknownToolGroupError("none", problem="'none' cannot be combined with groups")
         return ()
     chosen: set[str] = set()
+    extra: list[str] = []
+    installed: list[str] | None = None
     for name in names:
         if name == "all":
-            chosen.update(TOOL_GROUPS)
+            chosen.update(BUILTIN_GROUPS)
         elif name == "default":
             chosen.update(DEFAULT_GROUPS)
-        elif name in TOOL_GROUPS:
+        elif name in BUILTIN_GROUPS:
             chosen.add(name)
+        elif is_mcp_group(name):
+            if name == mcp:
+                raise UnknownToolGroupError(name, problem="'mcp:' needs a server's name")
+            if name not in extra:
+                extra.append(name)
         else:
-            raise UnknownToolGroupError(name)
-    return tuple(group for group in TOOL_GROUPS if group in chosen)
+            if installed is None:
+                installed = sorted(plugins()) if plugins is not None else []
+            if name not in installed:
+                raise UnknownToolGroupError(name, plugins=installed)
+            if name not in extra:
+                extra.append(name)
+    return tuple(group for group in BUILTIN_GROUPS if group in chosen) + tuple(extra)
+
+
+def kernel_groups(groups: Iterable[str]) -> tuple[str, ...]:
+    """The part of a parsed choice that :func:`kernel_tools` builds."""
+    return tuple(group for group in groups if group in TOOL_GROUPS)
 
 
 def kernel_tools(
@@ -79,7 +120,7 @@ def kernel_tools(
     wanted = set(groups)
     for name in wanted:
         if name not in TOOL_GROUPS:
-            raise UnknownToolGroupError(name)
+            raise UnknownToolGroupError(name, problem=f"{name!r} is not a kernel tool group")
     tools: list[Tool] = []
     if "inspect" in wanted:
         tools += inspect_tools(namespace=namespace, shell=shell, on_interrupt=on_interrupt)

@@ -10,6 +10,7 @@ import pytest
 
 import mibyan_jupyter.jupyter.kernel_tools as kernel_tools_package
 from mibyan_jupyter.jupyter.kernel_tools import (
+    BUILTIN_GROUPS,
     DEFAULT_GROUPS,
     TOOL_GROUPS,
     UnknownToolGroupError,
@@ -36,9 +37,13 @@ MEMORY_WRITES = {"memory_add", "memory_replace", "memory_remove"}
 
 def test_exported_names() -> None:
     assert sorted(kernel_tools_package.__all__) == [
+        "AGENT_GROUPS",
+        "BUILTIN_GROUPS",
         "DEFAULT_GROUPS",
         "TOOL_GROUPS",
         "UnknownToolGroupError",
+        "is_mcp_group",
+        "kernel_groups",
         "kernel_tools",
         "parse_groups",
         "risk_note",
@@ -54,7 +59,7 @@ def test_exported_names() -> None:
         ("python, inspect", ("inspect", "python")),  # canonical order
         ("shell files", ("files", "shell")),
         ("PYTHON,python", ("python",)),
-        ("all", TOOL_GROUPS),
+        ("all", BUILTIN_GROUPS),
         ("none", ()),
         ("", DEFAULT_GROUPS),
         ("  ", DEFAULT_GROUPS),
