@@ -18,6 +18,7 @@ import inspect
 import json
 import re
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from types import UnionType
 from typing import Any, TypeAlias, Union, get_args, get_origin, get_type_hints, overload
@@ -57,6 +58,17 @@ class ToolArgumentsError(ValueError):
     """The model's arguments did not match the tool's schema."""
 
 
+task_id_var: ContextVar[str | None] = ContextVar("mibyan_task_id", default=None)
+"""The task a tool call runs under: a delegated child's id (core/delegation.py sets it for
+the child's run, and sync tools see it too: they run in a copy of the caller's context);
+``None`` at the top level."""
+
+
+def current_task_id() -> str | None:
+    """The task id of the running tool call (for tools that take no :class:`ToolContext`)."""
+    return task_id_var.get()
+
+
 @dataclass(frozen=True, slots=True)
 class ToolContext:
     """Passed to a ``@tool`` function that declares a parameter of this type."""
@@ -64,6 +76,8 @@ class ToolContext:
     call_id: str
     signal: AbortSignal
     on_update: OnUpdate
+    task_id: str | None = None
+    """The delegated child this call runs in (``None``: the top-level agent)."""
 
 
 @dataclass(eq=False)
@@ -198,7 +212,7 @@ def _build_tool(
     ) -> dict[str, Any]:
         kwargs = {key: getattr(args, key) for key in fields}
         if context_param is not None:
-            kwargs[context_param] = ToolContext(call_id, signal, on_update)
+            kwargs[context_param] = ToolContext(call_id, signal, on_update, task_id_var.get())
         return kwargs
 
     if is_async:

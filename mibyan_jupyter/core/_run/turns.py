@@ -288,12 +288,18 @@ class LoopRun:
         """Run the message's tool calls; their results are appended as they are emitted."""
         if not message.tool_calls:
             return
+        budget = self.budget
+        before = (budget.input_tokens, budget.output_tokens, budget.cost)
         self.batch = batch = ToolBatch(message, self.scope)
         if message.stop_reason == "length":
             await batch.fail_truncated()
         else:
             await batch.run()
         self.cancelled_externally |= batch.cancelled_externally
+        if (budget.input_tokens, budget.output_tokens, budget.cost) != before:
+            # A delegated child spent from this run's gate (core/delegation.py): the budget
+            # bars show it now, not only after the next model call (which may never come).
+            await self.emit(budget.snapshot())
 
     async def summarize(self) -> list[Message]:
         """Exactly one final call without tools, asking for a summary of the work. The
