@@ -48,6 +48,20 @@ def powers_line(name: str) -> str | None:
     return POWERS if name in CODE_TOOLS else None
 
 
+_SOURCES: dict[str, str] = {}
+
+
+def name_source(tool: str, label: str) -> None:
+    """Say where a tool comes from (``"server NAME"`` for an MCP server's tool): its
+    approval card shows it, so the user sees who would act (docs/architecture.md, "Tools
+    from outside"). Kept per kernel: a tool's name says its server (``NAME__tool``)."""
+    _SOURCES[tool] = label
+
+
+def source_label(tool: str) -> str | None:
+    return _SOURCES.get(tool)
+
+
 class ToolClock:
     """When each call began to run (its start, or its approval once it was asked) and
     how long it ran, in wall-clock seconds (the card shows the time of day it began)."""

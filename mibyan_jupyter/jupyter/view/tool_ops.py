@@ -31,7 +31,13 @@ from mibyan_jupyter.jupyter.view.ops import (
     ToolStatus,
 )
 from mibyan_jupyter.jupyter.view.outbox import Outbox
-from mibyan_jupyter.jupyter.view.tool_cards import ToolClock, code_lang, code_text, powers_line
+from mibyan_jupyter.jupyter.view.tool_cards import (
+    ToolClock,
+    code_lang,
+    code_text,
+    powers_line,
+    source_label,
+)
 from mibyan_jupyter.jupyter.view.tool_output import ToolOutputPump
 
 RiskNote = Callable[[str, Mapping[str, Any]], str | None]
@@ -109,6 +115,8 @@ class ToolOps:
         )
         if (powers := powers_line(event.name)) is not None:
             op["powers"] = powers
+        if (source := source_label(event.name)) is not None:
+            op["server"] = source
         self._out.add(op)
         self.status(event.call_id, "awaiting approval")
         self.run("awaiting_approval")
