@@ -36,6 +36,7 @@ from .config import (
     TurnContext,
     TurnUpdate,
 )
+from .delegation import ChildRun, child_approval_gate, delegate_tool
 from .event_stream import AgentEventStream, agent_loop, agent_loop_continue
 from .events import (
     AGENT_EVENT_ADAPTER,
@@ -73,7 +74,8 @@ from .messages import (
 from .notices import CompactionNotice, FallbackNotice, RetryNotice
 from .signal import AbortSignal
 from .stream import ModelRequest, StreamEvent, StreamFn, ToolSpec
-from .tools import Tool, ToolContext, ToolRegistry, ToolResult, tool
+from .tool_groups import ToolGroup
+from .tools import Tool, ToolContext, ToolRegistry, ToolResult, current_task_id, tool
 from .transcript import ModelView, TranscriptError, validate_transcript
 
 __all__ = [
@@ -111,6 +113,7 @@ __all__ = [
     "BudgetTracker",
     "BudgetUpdated",
     "Call",
+    "ChildRun",
     "CompactionNotice",
     "Decision",
     "Denied",
@@ -145,6 +148,7 @@ __all__ = [
     "ToolExecutionEnd",
     "ToolExecutionStart",
     "ToolExecutionUpdate",
+    "ToolGroup",
     "ToolMessage",
     "ToolRegistry",
     "ToolResult",
@@ -158,6 +162,9 @@ __all__ = [
     "UserMessage",
     "agent_loop",
     "agent_loop_continue",
+    "child_approval_gate",
+    "current_task_id",
+    "delegate_tool",
     "run_agent_loop",
     "run_agent_loop_continue",
     "tool",
