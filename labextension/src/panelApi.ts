@@ -13,7 +13,7 @@ import { ServerConnection } from '@jupyterlab/services';
 export type SessionStatus = 'idle' | 'running' | 'awaiting_approval' | 'interrupted';
 
 /** How a session came from its parent: a compaction, a fork or a delegated child. */
-export type LinkKind = 'fork' | 'compression' | 'child' | null;
+export type LinkKind = 'fork' | 'compression' | 'child' | 'delegation' | null;
 
 /** One stored session (the API's SessionJSON). */
 export interface ISession {

@@ -65,6 +65,7 @@ export function linkLabel(session: ISession): string {
     case 'fork':
       return 'fork';
     case 'child':
+    case 'delegation': // a delegated child agent's session (delegate_task)
       return 'delegated';
     default:
       return '';

@@ -19,6 +19,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from mibyan_jupyter.core.messages import AssistantMessage, Message, ToolMessage, Usage
+from mibyan_jupyter.export.children import ChildTranscript, child_section
 from mibyan_jupyter.export.fences import clipped, code_span, fence
 from mibyan_jupyter.export.html import clean_html, markdown_html
 from mibyan_jupyter.export.media import MAX_IMAGES, png_data_url
@@ -67,6 +68,8 @@ def render_transcript(
     demo: bool = False,
     usage: Usage | None = None,
     notices: Sequence[Placed] = (),
+    children: Sequence[ChildTranscript] = (),
+    reviewable: str | None = None,
 ) -> dict[str, str]:
     """The run as ``text/html``, ``text/markdown`` and ``text/plain``.
 
@@ -74,7 +77,8 @@ def render_transcript(
     answered) and counts ``usage``, by default the sum of the assistant messages' usage:
     the messages shown, not the whole session (``session.usage`` and ``session.cost`` are
     not read). ``notices`` (compaction receipts, notes) are shown where they happened, as
-    notices, never as messages (docs/architecture.md, "Context compression")."""
+    notices, never as messages (docs/architecture.md, "Context compression"). ``children``:
+    delegated child agents, each folded under the message whose call started it."""
     clean = redacted(messages)
     if usage is None:
         usage = sum((m.usage for m in clean if isinstance(m, AssistantMessage)), Usage())
@@ -98,7 +102,20 @@ def render_transcript(
             html_parts.append(_block_html(block, thinking))
             md_parts.append(_block_markdown(block))
             text_parts.append(_block_text(block))
+        calls = {m.tool_call_id for m in segment if isinstance(m, ToolMessage)}
+        for child in (c for c in children if c.parent_call_id in calls):
+            nested = render_transcript(child.messages, session=child.session, status=child.status)
+            folded_html, folded_md, folded_text = child_section(child, nested)
+            html_parts.append(folded_html)
+            md_parts.append(folded_md)
+            text_parts.append(folded_text)
     footer = REDACT(_footer(session, demo, status, usage, turns))
+    if reviewable:  # the admin policy's line, as the live header said it ("Admin policy")
+        html_parts.append(
+            f'<div class="mibyan-reviewable" style="{_STYLE["footer"]}">{_e(reviewable)}</div>'
+        )
+        md_parts.append(f"*{reviewable}*")
+        text_parts.append(reviewable)
     html_parts.append(f'<div class="mibyan-footer" style="{_STYLE["footer"]}">{_e(footer)}</div>')
     return {
         "text/html": (

@@ -19,11 +19,12 @@ from urllib.parse import quote
 
 from mibyan_jupyter.core.conversation import total_usage
 from mibyan_jupyter.core.messages import AssistantMessage, Message, ToolMessage, content_text
+from mibyan_jupyter.export.children import ChildTranscript, stored_child
 from mibyan_jupyter.export.render import SessionMeta
 from mibyan_jupyter.secrets import REDACT
 from mibyan_jupyter.server.sessions import checked_id
 from mibyan_jupyter.server.shapes import ExportFormat, MessageJSON, MessagesJSON, TranscriptJSON
-from mibyan_jupyter.store.lineage import compression_chain, lineage_messages
+from mibyan_jupyter.store.lineage import compression_chain, delegated_children, lineage_messages
 from mibyan_jupyter.store.session_queries import SessionInfo
 from mibyan_jupyter.store.sessions import SessionStore
 
@@ -104,13 +105,19 @@ def transcript(store: SessionStore, session_id: str) -> TranscriptJSON:
     status = "completed" if info.status == "idle" else info.status
     demo = (info.model or "").startswith("demo")
     bundle = render_transcript(
-        history, session=session, status=status, demo=demo, usage=session.usage
+        history,
+        session=session,
+        status=status,
+        demo=demo,
+        usage=session.usage,
+        children=children(store, info),  # folded under the calls that started them
     )
     return {"html": bundle["text/html"]}
 
 
 def export(store: SessionStore, session_id: str, fmt: ExportFormat) -> Download:
     """The session exported as a notebook or Markdown, as ``%agent export`` writes it."""
+    from mibyan_jupyter.export.children import add_child_cells, markdown_children
     from mibyan_jupyter.export.markdown import export_markdown
     from mibyan_jupyter.export.notebook import export_notebook, notebook_text
     from mibyan_jupyter.export.spilled import inline_spilled
@@ -121,16 +128,34 @@ def export(store: SessionStore, session_id: str, fmt: ExportFormat) -> Download:
         lineage_messages(store.db, info.id), partial(full_text, store.db, info.id)
     )
     session = meta(info, history)
+    kids = children(store, info)  # what its child agents did, after its own messages
     if fmt == "md":
         text = export_markdown(history, session=session)
+        text += f"\n{markdown_children(kids)}\n" if kids else ""
     else:
-        text = notebook_text(export_notebook(history, session=session))
-    return Download(
-        text.encode("utf-8"),
-        f"{file_stem(info)}.{fmt}",
-        CONTENT_TYPES[fmt],
-        export_includes(store, info, len(history)),
-    )
+        notebook = export_notebook(history, session=session)
+        add_child_cells(notebook, kids)
+        text = notebook_text(notebook)
+    includes = export_includes(store, info, len(history))
+    if kids:
+        includes += f"; and the transcripts of {len(kids)} delegated child agent(s)"
+    return Download(text.encode("utf-8"), f"{file_stem(info)}.{fmt}", CONTENT_TYPES[fmt], includes)
+
+
+def children(store: SessionStore, info: SessionInfo) -> list[ChildTranscript]:
+    """The child agents the session delegated to, with their stored transcripts (as
+    ``%agent export`` includes them, export/children.py)."""
+    from mibyan_jupyter.export.spilled import inline_spilled
+    from mibyan_jupyter.store.records import load_messages
+    from mibyan_jupyter.store.results import full_text
+
+    found: list[ChildTranscript] = []
+    for child in delegated_children(store.db, info.id):
+        stored = load_messages(store.db, child.id)
+        messages = inline_spilled(stored, partial(full_text, store.db, child.id))
+        status = child.end_reason or child.status
+        found.append(stored_child(meta(child, messages), child.config, messages, status))
+    return found
 
 
 def file_stem(info: SessionInfo) -> str:

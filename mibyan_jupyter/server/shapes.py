@@ -15,7 +15,8 @@ from typing import Literal, TypeAlias
 from typing_extensions import TypedDict
 
 Status: TypeAlias = Literal["idle", "running", "awaiting_approval", "interrupted"]
-LinkKind: TypeAlias = Literal["fork", "compression", "child"]
+LinkKind: TypeAlias = Literal["fork", "compression", "child", "delegation"]
+"""``delegation``: a child agent's session (migration 0005); ``child`` is kept for clients."""
 ExportFormat: TypeAlias = Literal["ipynb", "md"]
 ErrorCode: TypeAlias = Literal["bad_request", "not_found", "leased", "store", "forbidden"]
 """``forbidden``: jupyter_server refused the request (no token or cookie, or a failed XSRF

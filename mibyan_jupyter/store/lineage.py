@@ -7,7 +7,10 @@ alone no longer shows what was said in the middle. Search already sees every sto
 compression"). The parent holds every message up to the compaction, and the child's
 ``fork_at`` says how many of its first messages are the compacted copy, so the history is
 the root's messages followed by each descendant's messages past its ``fork_at``. Only
-``compression`` links are followed: a fork is a conversation of its own.
+``compression`` links are followed: a fork is a conversation of its own, and a delegated
+child (``delegation``) is a sub-task's, never the conversation's continuation (so a resume
+of the parent stays on the parent); :func:`delegated_children` finds those of a whole
+lineage, for an export that shows what the children did.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 from mibyan_jupyter.core.messages import Message
 from mibyan_jupyter.store.db import Database
 from mibyan_jupyter.store.records import load_messages
+from mibyan_jupyter.store.session_queries import SessionInfo, delegated
 
 MAX_DEPTH = 10_000
 """How many compression links are followed at most (a guard against a hand-made cycle)."""
@@ -49,3 +53,11 @@ def lineage_messages(db: Database, session_id: str) -> list[Message]:
         messages = load_messages(db, sid)
         history += messages if index == 0 else messages[fork_at:]
     return history
+
+
+def delegated_children(db: Database, session_id: str) -> list[SessionInfo]:
+    """The child sessions delegated from any session of ``session_id``'s compression
+    lineage (a child started before a compaction belongs to the same conversation),
+    oldest first."""
+    found = [child for sid, _ in compression_chain(db, session_id) for child in delegated(db, sid)]
+    return sorted(found, key=lambda info: info.created_at)

@@ -99,7 +99,7 @@ def test_rules_saved_before_schema_4_are_ignored_after_the_upgrade(tmp_path: Pat
             conn.execute(f"PRAGMA user_version={number}")
         conn.execute("INSERT INTO approval_rules VALUES ('run_shell', 1, 1.0)")
     with Database(path) as db:
-        assert db.conn.execute("PRAGMA user_version").fetchone()[0] == 4
+        assert db.conn.execute("PRAGMA user_version").fetchone()[0] >= 4  # and the later ones
     with SessionStore(path) as store:
         assert store.always_rules() == {}
         assert [rule.origin for rule in store.approval_rules.untrusted()] == [None]

@@ -44,6 +44,32 @@ EXPECTED_SCHEMA = [
         # Migration 0004 (who wrote a saved rule, its signature) added these.
         ", origin TEXT, mac TEXT, flagged_at REAL) STRICT",
     ),
+    # Migration 0006 (whose a session is, the audit trail) added these.
+    (
+        "table",
+        "audit",
+        "audit",
+        "CREATE TABLE audit (\n"
+        "    id         INTEGER PRIMARY KEY AUTOINCREMENT,\n"
+        "    at         REAL NOT NULL,\n"
+        "    user_name  TEXT NOT NULL,\n"
+        "    session_id TEXT,\n"
+        "    kind       TEXT NOT NULL\n"
+        "               CHECK (kind IN ('approval', 'policy_denial', 'cap_hit', 'exam_refusal', 'policy_change')),\n"
+        "    detail     TEXT NOT NULL DEFAULT '{}'\n"
+        ") STRICT",
+    ),
+    (
+        "trigger",
+        "audit_append_only",
+        "audit",
+        "CREATE TRIGGER audit_append_only BEFORE UPDATE ON audit\n"
+        "BEGIN\n"
+        "    SELECT RAISE(ABORT, 'audit rows are append-only');\n"
+        "END",
+    ),
+    ("index", "audit_by_session", "audit", "CREATE INDEX audit_by_session ON audit(session_id)"),
+    ("index", "audit_by_user", "audit", "CREATE INDEX audit_by_user ON audit(user_name, at)"),
     (
         "table",
         "fts_state",
@@ -130,10 +156,11 @@ EXPECTED_SCHEMA = [
         "table",
         "sessions",
         "sessions",
-        "CREATE TABLE sessions (\n"
+        # Migration 0005 rebuilt it (link_kind 'delegation'); SQLite quotes a renamed table.
+        'CREATE TABLE "sessions" (\n'
         "    id            TEXT PRIMARY KEY,\n"
         "    parent_id     TEXT REFERENCES sessions(id) ON DELETE SET NULL,\n"
-        "    link_kind     TEXT CHECK (link_kind IN ('fork', 'compression')),\n"
+        "    link_kind     TEXT CHECK (link_kind IN ('fork', 'compression', 'delegation')),\n"
         "    fork_at       INTEGER,\n"
         "    title         TEXT NOT NULL DEFAULT '',\n"
         "    model         TEXT,\n"
@@ -147,10 +174,13 @@ EXPECTED_SCHEMA = [
         "    created_at    REAL NOT NULL,\n"
         "    updated_at    REAL NOT NULL,\n"
         "    ended_at      REAL,\n"
-        "    end_reason    TEXT\n"
-        # Migration 0002 (the lease) added these: SQLite appends added columns this way.
-        ", lease_token TEXT, lease_pid INTEGER, lease_host TEXT, lease_heartbeat_at REAL)"
-        " STRICT",
+        "    end_reason    TEXT,\n"
+        "    lease_token   TEXT,\n"
+        "    lease_pid     INTEGER,\n"
+        "    lease_host    TEXT,\n"
+        "    lease_heartbeat_at REAL\n"
+        # Migration 0006 added user_name.
+        ", user_name TEXT) STRICT",
     ),
     (
         "index",
@@ -169,6 +199,12 @@ EXPECTED_SCHEMA = [
         "sessions_by_updated",
         "sessions",
         "CREATE INDEX sessions_by_updated ON sessions(updated_at)",
+    ),
+    (
+        "index",
+        "sessions_by_user",
+        "sessions",
+        "CREATE INDEX sessions_by_user ON sessions(user_name, updated_at)",
     ),
     (
         "index",

@@ -10,6 +10,7 @@ from mibyan_jupyter.jupyter.cell.options import AgentUsageError
 from mibyan_jupyter.jupyter.commands.tables import Message, Table
 
 if TYPE_CHECKING:
+    from mibyan_jupyter.export.children import ChildTranscript
     from mibyan_jupyter.export.render import SessionMeta
     from mibyan_jupyter.store.sessions import SessionInfo, SessionStore
 
@@ -57,7 +58,12 @@ def show_history(store: SessionStore, session_id: str) -> list[Any]:
     shown: list[Any] = [
         Bundle(
             render_transcript(
-                messages, session=session, status=status, demo=demo, usage=session.usage
+                messages,
+                session=session,
+                status=status,
+                demo=demo,
+                usage=session.usage,
+                children=delegated_transcripts(store, info.id),  # folded under their calls
             )
         )
     ]
@@ -107,15 +113,22 @@ def export_session(
         lineage_messages(store.db, info.id), partial(full_text, store.db, info.id)
     )
     meta = session_meta(info, messages)
+    children = delegated_transcripts(store, info.id)  # what its child agents did
     fmt = fmt or ("md" if path and path.endswith(".md") else "ipynb")
     target = Path(path or f"session-{info.id[:8]}.{fmt}").expanduser()
     if fmt == "md":
+        from mibyan_jupyter.export.children import markdown_children
         from mibyan_jupyter.export.markdown import export_markdown
 
-        _write(target, export_markdown(messages, session=meta), force)
+        text = export_markdown(messages, session=meta)
+        _write(target, text + (f"\n{markdown_children(children)}\n" if children else ""), force)
         unverified = " (--verify re-runs notebooks only)" if verify else ""
         return Message(f"Wrote {target} ({len(messages)} messages, Markdown).{unverified}")
     notebook = export_notebook(messages, session=meta)
+    if children:
+        from mibyan_jupyter.export.children import add_child_cells
+
+        add_child_cells(notebook, children)
     _write(target, notebook_text(notebook), force)
     report = f"Wrote {target} ({len(messages)} messages, notebook)."
     if not verify:
@@ -161,3 +174,23 @@ def file_error(target: Path, error: OSError) -> str:
     if isinstance(error, PermissionError):
         return f"cannot write {target}: no permission to write in {folder}"
     return f"cannot write {target}: {error.strerror or error}"
+
+
+def delegated_transcripts(store: SessionStore, session_id: str) -> list[ChildTranscript]:
+    """The child agents the session delegated to, each with its stored transcript (spilled
+    results put back), for an export of the session (export/children.py)."""
+    from functools import partial
+
+    from mibyan_jupyter.export.children import stored_child
+    from mibyan_jupyter.export.spilled import inline_spilled
+    from mibyan_jupyter.store.lineage import delegated_children
+    from mibyan_jupyter.store.records import load_messages
+    from mibyan_jupyter.store.results import full_text
+
+    found: list[ChildTranscript] = []
+    for info in delegated_children(store.db, session_id):
+        stored = load_messages(store.db, info.id)
+        messages = inline_spilled(stored, partial(full_text, store.db, info.id))
+        status = info.end_reason or info.status
+        found.append(stored_child(session_meta(info, messages), info.config, messages, status))
+    return found

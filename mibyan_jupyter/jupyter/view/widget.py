@@ -19,7 +19,15 @@ import anywidget
 STATIC = pathlib.Path(__file__).parent / "static"
 
 
-FRONT_END = ("dom.js", "markdown.js", "cards.js", "toolcards.js", "footer.js", "view.js")
+FRONT_END = (
+    "dom.js",
+    "markdown.js",
+    "cards.js",
+    "toolcards.js",
+    "footer.js",
+    "children.js",
+    "view.js",
+)
 """The front end's files in the order they are joined (the last is the module's face)."""
 
 STYLES = ("view.css", "markdown.css", "cards.css")
