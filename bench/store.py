@@ -11,6 +11,8 @@
   same run: ``resume_ratio_vs_openai_agents`` (goal, issue 10: <= 0.3).
 * fts_100k: a full-text query over 100,000 messages (bm25-ranked, with snippets).
 * export_1k: a 1,000-message session exported as a validated notebook.
+* pg_*: the PostgreSQL team store side by side, in the same run (bench/_pg_store.py says
+  what each times; goal, issue 14: pg_append_ms <= 1 ms over a unix socket, 0 rows lost).
 
 Goals (issue 4): append <= 0.6x openai-agents; resume_10k <= 30 ms; fts_100k <= 50 ms;
 export_1k <= 200 ms. The last line is one JSON object.
@@ -27,6 +29,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from _pg_store import figures as pg_figures
 
 from mibyan_jupyter.core.messages import (
     AssistantMessage,
@@ -311,6 +315,7 @@ def main() -> None:
         print(f"export 1,000 messages: {figures['export_1k_ms']} ms")
     except ImportError:
         figures["export_1k_ms"] = None
+    figures.update(pg_figures(sample_messages, args.appends, args.repeat))
     print(json.dumps(figures))
 
 

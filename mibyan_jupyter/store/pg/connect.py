@@ -1,0 +1,236 @@
+"""Connecting a kernel to the PostgreSQL team store: where the URL comes from, which
+credentials are accepted, which roles are refused, and the pool.
+
+Why each rule (docs/architecture.md, "Store"; issue 14's threat model):
+
+* The URL is ``c.AgentMagics.db_url``, else ``MIBYAN_DB_URL``. It names the server and the
+  database, never a secret: a URL holding a password is refused with one line saying where
+  credentials go (``PGPASSWORD``, ``~/.pgpass``/``PGPASSFILE``, ``PGSERVICE``), so a
+  password is never stored in a notebook, a config file or a session's settings.
+* No password is ever shown: errors from libpq or psycopg are scrubbed (:func:`scrub`) and
+  raised as a fresh :class:`StoreError` outside the ``except`` block, so no traceback
+  carries the original; the pool's log records pass through the same scrubbing.
+* Row-level security is the privacy guarantee, and a superuser, a role with BYPASSRLS, a
+  member of the tables' owner role or an admin would see every user's rows: such a role
+  is refused at connect with one line. The role must be a member of ``mibyan_app``.
+* One small pool per kernel: at least 1 and at most 3 connections (the writer's lane, the
+  lease heartbeat, one read), so 20 kernels hold at most 60 of PostgreSQL's default 100
+  ``max_connections`` (3 reserved for superusers), leaving room for the Jupyter server's
+  own store and the admin.
+* Durability is PostgreSQL's default (``synchronous_commit = on``, never lowered here):
+  each finished message is committed in its own transaction (:meth:`PgDatabase.transaction`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import re
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from mibyan_jupyter.store.files import StoreError
+from mibyan_jupyter.store.pg.schema import ADMIN_ROLE, APP_ROLE, LATEST, OWNER_ROLE, SCHEMA
+
+if TYPE_CHECKING:
+    import psycopg
+    from psycopg_pool import ConnectionPool
+
+ENV_URL = "MIBYAN_DB_URL"
+POOL_MIN = 1
+POOL_MAX = 3
+WHERE_CREDENTIALS_GO = (
+    "put the password in PGPASSWORD, in ~/.pgpass (or the file PGPASSFILE names), "
+    "or in a libpq service file (PGSERVICE)"
+)
+_SECRET_PATTERNS = (
+    re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE),
+    re.compile(r"(postgres(?:ql)?://[^:/@\s]*:)([^@\s]*)(@)", re.IGNORECASE),
+    re.compile(r"([?&]password=)([^&\s]*)", re.IGNORECASE),
+)
+
+
+def database_url(configured: str | None = None) -> str | None:
+    """The team store's URL: the configured one (``c.AgentMagics.db_url``), else
+    ``MIBYAN_DB_URL``; ``None`` when neither is set (the SQLite store is used)."""
+    return configured or os.environ.get(ENV_URL) or None
+
+
+def scrub(text: str) -> str:
+    """``text`` with every password in it replaced by ``***``: ``password=`` pairs, the
+    password part of a URL, and the value of ``PGPASSWORD`` wherever it appears."""
+    for pattern in _SECRET_PATTERNS:
+        text = pattern.sub(lambda m: m[1] + "***" + (m[3] if m.lastindex == 3 else ""), text)
+    secret = os.environ.get("PGPASSWORD")
+    if secret:
+        text = text.replace(secret, "***")
+    return text
+
+
+def parse_url(url: str) -> dict[str, str]:
+    """The URL's connection parameters; refuses one holding a password, and one that does
+    not parse (without repeating its text, which might hold one)."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        params = {key: str(value) for key, value in conninfo_to_dict(url).items()}
+    except Exception:
+        params = None
+    if params is None:
+        raise StoreError(
+            "the team store's URL is not a PostgreSQL URL or conninfo string "
+            "(its text is not shown: it may hold a password)"
+        )
+    if "password" in params:
+        raise StoreError(
+            f"the team store's URL holds a password, which would be saved with the settings: "
+            f"remove it and {WHERE_CREDENTIALS_GO}"
+        )
+    return params
+
+
+def describe(params: Mapping[str, str]) -> str:
+    """The server, database and user a URL names, for error lines (never a secret)."""
+    keys = ("service", "host", "port", "dbname", "user")
+    shown = [f"{key}={params[key]}" for key in keys if params.get(key)]
+    return " ".join(shown) or "the default server"
+
+
+def _fail(params: Mapping[str, str], error: BaseException) -> StoreError:
+    first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    return StoreError(f"cannot use the team store ({describe(params)}): {scrub(first)}")
+
+
+_ROLE_CHECK = """
+SELECT r.rolname, r.rolsuper, r.rolbypassrls,
+       pg_has_role(current_user, %(owner)s, 'MEMBER'),
+       pg_has_role(current_user, %(app)s, 'MEMBER'),
+       pg_has_role(current_user, %(admin)s, 'MEMBER'),
+       EXISTS (SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+               WHERE n.nspname = %(schema)s AND pg_has_role(current_user, c.relowner, 'MEMBER'))
+FROM pg_roles r WHERE r.rolname = current_user
+"""
+
+
+def check_role(conn: psycopg.Connection[Any]) -> None:
+    """Refuse a role that would bypass row-level security, or that is no mibyan user, or a
+    database whose schema is not this version's (one line each, saying what to do)."""
+    from mibyan_jupyter.store.pg.schema import schema_version
+
+    missing = conn.execute(
+        "SELECT count(*) FROM pg_roles WHERE rolname IN (%s, %s, %s)",
+        (OWNER_ROLE, APP_ROLE, ADMIN_ROLE),
+    ).fetchone()
+    if not missing or missing[0] != 3:
+        raise StoreError(
+            "this database has no mibyan roles yet: an admin runs `mibyan-admin pg migrate`"
+        )
+    names = {"owner": OWNER_ROLE, "app": APP_ROLE, "admin": ADMIN_ROLE, "schema": SCHEMA}
+    row = conn.execute(_ROLE_CHECK, names).fetchone()
+    assert row is not None
+    role, superuser, bypass, owner, app, admin, owns = row
+    why = (
+        "is a superuser" if superuser
+        else "has BYPASSRLS" if bypass
+        else f"is a member of {OWNER_ROLE}, which owns the tables" if owner or owns
+        else f"is a member of {ADMIN_ROLE}" if admin
+        else None
+    )  # fmt: skip
+    if why:
+        raise StoreError(
+            f"refusing to use the team store as role {role}: it {why}, so row-level security "
+            "would not apply; connect as the user's own role (mibyan-admin pg add-user)"
+        )
+    if not app:
+        raise StoreError(
+            f"role {role} is not a mibyan user: an admin runs `mibyan-admin pg add-user {role}`"
+        )
+    version = schema_version(conn)
+    if version is None or version < LATEST:
+        raise StoreError(
+            f"the team store has schema {version or 0}, this version needs {LATEST}: "
+            "an admin runs `mibyan-admin pg migrate`"
+        )
+    if version > LATEST:
+        raise StoreError(
+            f"the team store has schema {version}, newer than this mibyan-jupyter knows "
+            f"({LATEST}): upgrade the package"
+        )
+
+
+class _ScrubFilter(logging.Filter):
+    """Passwords out of the pool's log records (its warnings quote connection errors)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg = scrub(record.getMessage())
+        record.args = None
+        return True
+
+
+_POOL_LOGGER = logging.getLogger("psycopg.pool")
+if not any(isinstance(f, _ScrubFilter) for f in _POOL_LOGGER.filters):
+    _POOL_LOGGER.addFilter(_ScrubFilter())
+
+
+def _configure(conn: psycopg.Connection[Any]) -> None:
+    conn.execute(f"SET search_path = {SCHEMA}, pg_catalog")
+
+
+class PgDatabase:
+    """A kernel's connection pool to the team store, checked at open (see the module
+    docstring). Connections are in autocommit mode; :meth:`transaction` is the one way to
+    write, one transaction per finished message."""
+
+    def __init__(self, url: str, *, timeout: float = 10.0) -> None:
+        self.params = parse_url(url)
+        self.pool = self._open(url, timeout)
+
+    def _open(self, url: str, timeout: float) -> ConnectionPool[Any]:
+        import psycopg
+        from psycopg_pool import ConnectionPool
+
+        failure: StoreError | None = None
+        try:
+            with psycopg.connect(url, autocommit=True, connect_timeout=round(timeout)) as first:
+                check_role(first)
+        except StoreError as refused:
+            failure = refused
+        except psycopg.Error as error:
+            failure = _fail(self.params, error)
+        if failure is not None:  # raised here, so no traceback holds psycopg's error
+            raise failure
+        pool: ConnectionPool[Any] = ConnectionPool(
+            url,
+            min_size=POOL_MIN,
+            max_size=POOL_MAX,
+            kwargs={"autocommit": True, "connect_timeout": round(timeout)},
+            configure=_configure,
+            timeout=timeout,
+            name="mibyan-store",
+            open=False,
+        )
+        try:
+            pool.open(wait=True, timeout=timeout)
+        except Exception as error:
+            failure = _fail(self.params, error)
+        if failure is not None:
+            pool.close()
+            raise failure
+        return pool
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[psycopg.Connection[Any]]:
+        """One transaction on a pooled connection: committed when the block ends, rolled
+        back when it raises."""
+        with self.pool.connection() as conn, conn.transaction():
+            yield conn
+
+    def close(self) -> None:
+        self.pool.close()
+
+    def __enter__(self) -> PgDatabase:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
