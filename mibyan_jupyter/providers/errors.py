@@ -98,6 +98,13 @@ _NOT_FOUND = re.compile(
 )
 _BILLING = re.compile(r"insufficient[_ ]quota|billing|credit balance|payment", re.IGNORECASE)
 _RATE_LIMIT = re.compile(r"rate[_ -]?limit|too many requests|requests per min", re.IGNORECASE)
+_PROXY_BUDGET = re.compile(
+    r"budget_exceeded|budget has been exceeded|exceeded ?budget|over budget|crossed budget",
+    re.IGNORECASE,
+)
+"""A spending proxy's refusal (LiteLLM's virtual-key budgets: HTTP 400 or 429 with
+``"type": "budget_exceeded"`` and "Budget has been exceeded! Current cost: ..., Max
+budget: ..."): billing, never retried (docs/architecture.md, "Admin policy")."""
 
 # Error codes and types the providers send, in HTTP bodies and in stream error events alike
 # (OpenAI ``code``/``type``, Anthropic ``error.type``, compatible servers' codes). A code
@@ -112,6 +119,7 @@ _CODES: dict[str, ErrorKind] = {
     "rate_limit_error": "rate_limit",
     "too_many_requests": "rate_limit",
     "insufficient_quota": "billing",
+    "budget_exceeded": "billing",
     "billing_error": "billing",
     "billing_hard_limit_reached": "billing",
     "overloaded": "overloaded",
@@ -140,6 +148,8 @@ def classify_code(code: str | None) -> ErrorKind | None:
 def classify_status(status: int, message: str, code: str | None = None) -> ErrorKind:
     """The kind of an HTTP error response."""
     text = f"{code or ''} {message}"
+    if _PROXY_BUDGET.search(text):  # before 429: a proxy's budget is no rate limit
+        return "billing"
     if status in (401, 403):
         return "billing" if _BILLING.search(text) else "auth"
     if status == 402 or _BILLING.search(text):
@@ -177,6 +187,8 @@ def classify_stream_error(message: str, code: str | None = None) -> ErrorKind:
         return "context_overflow"
     if "overloaded" in text.lower():
         return "overloaded"
+    if _PROXY_BUDGET.search(text):
+        return "billing"
     if _RATE_LIMIT.search(text):
         return "rate_limit"
     if _BILLING.search(text):
@@ -208,7 +220,13 @@ def at_endpoint(error: ProviderError, url: str) -> ProviderError:
     to do (one line for the cell: "connection: ConnectError" alone said neither)."""
     if error.kind not in _ADVICE or "(POST " in error.message:
         return error
-    message = f"{error.message} (POST {endpoint_text(url)}; {_ADVICE[error.kind]})"
+    advice = _ADVICE[error.kind]
+    if error.kind == "billing" and _PROXY_BUDGET.search(f"{error.code or ''} {error.message}"):
+        advice = (
+            "the spending proxy's budget for your key is used up; it resets when the "
+            "proxy's budget period ends (ask your instructor or admin)"
+        )
+    message = f"{error.message} (POST {endpoint_text(url)}; {advice})"
     return ProviderError(
         error.kind, message, status=error.status, retry_after=error.retry_after, code=error.code
     )

@@ -84,8 +84,9 @@ class StoreService:
             raise translate(error) from None
 
     def _open(self) -> SessionStore:
+        """The store, scoped to the server's user (:mod:`.owner`)."""
+        from mibyan_jupyter.server.owner import OwnSessions
         from mibyan_jupyter.store.db import Database
-        from mibyan_jupyter.store.sessions import SessionStore
 
         with self._lock:
             if self._store is None:
@@ -94,7 +95,7 @@ class StoreService:
                     busy_timeout=min(2.0, self.lock_wait),
                     lock_retry_seconds=self.lock_wait,
                 )
-                self._store = SessionStore(db)
+                self._store = OwnSessions(db)
             return self._store
 
     def _drop(self) -> None:

@@ -6,7 +6,9 @@ functions of the store's public API, so the routes (:mod:`.handlers`) only parse
 answer. Every read sweeps for dead owners first (``SessionStore`` does it in its reads;
 the listing calls it itself), so a crashed kernel's session shows ``interrupted`` and
 ``leased`` is what the store's one liveness rule says now (docs/architecture.md, "The
-sessions API").
+sessions API"). Every read is the server user's: the listing, its count and the search
+through store/scope.py's one rule, every session by id through the server's store
+(:mod:`.owner`), so another user's session is ``not_found``.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from mibyan_jupyter.server.shapes import (
     Status,
 )
 from mibyan_jupyter.store.lease import delete_unless_held, read_holder
+from mibyan_jupyter.store.scope import user_scope
 from mibyan_jupyter.store.search import search
 from mibyan_jupyter.store.session_queries import (
     SessionInfo,
@@ -85,14 +88,16 @@ def session_json(store: SessionStore, infos: Sequence[SessionInfo]) -> list[Sess
 def list_sessions(store: SessionStore, *, limit: int, offset: int) -> SessionListJSON:
     """One page of the sessions, newest first, and how many there are."""
     store.mark_interrupted_if_dead()
-    infos = page(store.db, limit=limit, offset=offset)
-    return {"sessions": session_json(store, infos), "total": count_sessions(store.db)}
+    scope = user_scope(store.db.path)
+    infos = page(store.db, limit=limit, offset=offset, scope=scope)
+    total = count_sessions(store.db, scope=scope)
+    return {"sessions": session_json(store, infos), "total": total}
 
 
 def search_sessions(store: SessionStore, text: str, *, limit: int) -> SearchJSON:
     """The best ``limit`` messages matching ``text`` and their sessions (each once)."""
     store.mark_interrupted_if_dead()
-    hits = search(store, text, limit=limit)
+    hits = search(store, text, limit=limit, scope=user_scope(store.db.path))
     order = list(dict.fromkeys(hit.session_id for hit in hits))
     shown: list[HitJSON] = [
         {

@@ -35,6 +35,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Literal
 
+from mibyan_jupyter.store.audit import tag_new_sessions
 from mibyan_jupyter.store.files import (
     ENV_PATH,
     FailureKind,
@@ -44,6 +45,7 @@ from mibyan_jupyter.store.files import (
     default_path,
     write_failure,
 )
+from mibyan_jupyter.store.netfs import warn_if_network
 
 Durability = Literal["normal", "full"]
 __all__ = [
@@ -120,9 +122,11 @@ class Database:
             self.conn.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
             if version < LATEST:
                 self._migrate()
+            tag_new_sessions(self.conn)  # whose a session is (store/audit.py)
         except BaseException:
             self.close()
             raise
+        warn_if_network(self.path)  # once per file (store/netfs.py)
 
     def _retry_locked(self, step: Callable[[], object]) -> None:
         """Run ``step`` again while SQLite says the file is locked, up to the retry window:
@@ -155,14 +159,23 @@ class Database:
 
     def _migrate(self) -> None:
         for number, _name, sql in migrations():
-            with self.transaction():
-                # Re-read inside the write lock: another kernel may have migrated meanwhile.
-                current = int(self.conn.execute("PRAGMA user_version").fetchone()[0])
-                if number <= current:
-                    continue
-                for statement in _statements(sql):
-                    self.conn.execute(statement)
-                self.conn.execute(f"PRAGMA user_version={number}")
+            rebuild = FOREIGN_KEYS_OFF in sql
+            if rebuild:  # a table rebuild: off outside the transaction, or it is a no-op
+                self.conn.execute("PRAGMA foreign_keys=OFF")
+            try:
+                with self.transaction():
+                    # Re-read inside the write lock: another kernel may have migrated meanwhile.
+                    current = int(self.conn.execute("PRAGMA user_version").fetchone()[0])
+                    if number <= current:
+                        continue
+                    for statement in _statements(sql):
+                        self.conn.execute(statement)
+                    if rebuild and self.conn.execute("PRAGMA foreign_key_check").fetchone():
+                        raise StoreError(f"migration {number} would break a foreign key")
+                    self.conn.execute(f"PRAGMA user_version={number}")
+            finally:
+                if rebuild:
+                    self.conn.execute("PRAGMA foreign_keys=ON")
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
@@ -236,6 +249,13 @@ class Database:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+FOREIGN_KEYS_OFF = "-- mibyan: foreign keys off"
+"""The line a migration that rebuilds a table carries: SQLite's documented procedure for
+schema changes ALTER TABLE cannot make runs with foreign keys off (a DROP TABLE with them
+on cascades into the tables that reference it) and checks them before committing
+(migration 0005; docs/architecture.md, "Store")."""
 
 
 def _statements(sql: str) -> list[str]:

@@ -9,8 +9,12 @@ Words with nothing to index (punctuation alone) are left out rather than matchin
 Messages are indexed in batches (see ``index_pending``), so a search first indexes what
 the writers have appended since; when nothing is behind that costs two reads, no lock.
 
-The query asks FTS5 for its best rows first (``ORDER BY rank LIMIT``), so snippets are
-only computed for the hits returned, however many messages match.
+The query asks FTS5 for its best rows first (``ORDER BY rank``, which FTS5 itself
+answers when it is the outer loop) and stops at the limit after the join, so snippets are
+only computed for the hits returned, however many messages match. The join keeps the
+reader's own sessions (store/scope.py) and the ``LIMIT`` counts what is left: limiting
+inside the full-text subquery, before the join, would give a user fewer hits than they
+have whenever other users' messages rank higher.
 
 Highlights are offsets, never marks left in the text: a snippet is the message's own
 text, verbatim (``sales["year"]`` stays ``sales["year"]``), and ``SearchHit.highlights``
@@ -27,6 +31,7 @@ from dataclasses import dataclass
 
 from mibyan_jupyter.store.db import Database
 from mibyan_jupyter.store.records import index_pending
+from mibyan_jupyter.store.scope import UserScope, user_scope
 from mibyan_jupyter.store.sessions import SessionStore
 
 MARK_START = "\ue000"
@@ -98,35 +103,30 @@ def search(
     *,
     limit: int = 20,
     session_id: str | None = None,
+    scope: UserScope | None = None,
 ) -> list[SearchHit]:
     """The ``limit`` best messages matching every word of ``text`` (in one session when
-    ``session_id`` is given, which must be a full id); ``[]`` for an empty query."""
+    ``session_id`` is given, which must be a full id) among the sessions of ``scope``
+    (``None``: the current user's, store/scope.py); ``[]`` for an empty query."""
     query = fts_query(text)
     if query is None or limit <= 0:
         return []
     db = store_or_db.db if isinstance(store_or_db, SessionStore) else store_or_db
     catch_up(db)
-    snippet = f"snippet(messages_fts, 0, ?, ?, '{ELLIPSIS}', {SNIPPET_TOKENS})"
-    collides = "instr(m.text, ?) + instr(m.text, ?) > 0"
+    mine, whose = (scope or user_scope(db.path)).clause()
     marks = (MARK_START, MARK_END)
-    if session_id is None:
-        # FTS5 yields its best rows first and stops at the limit; join afterwards.
-        sql = (
-            f"SELECT m.id, m.session_id, s.title, m.seq, m.role, f.snip, f.rank, {collides} FROM"
-            f" (SELECT rowid, {snippet} AS snip, rank FROM messages_fts"
-            "  WHERE messages_fts MATCH ? ORDER BY rank LIMIT ?) AS f"
-            " JOIN messages m ON m.id = f.rowid JOIN sessions s ON s.id = m.session_id"
-            " ORDER BY f.rank"
-        )
-        params: tuple[object, ...] = (*marks, *marks, query, limit)
-    else:
-        sql = (
-            f"SELECT m.id, m.session_id, s.title, m.seq, m.role, {snippet}, rank, {collides}"
-            " FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid"
-            " JOIN sessions s ON s.id = m.session_id"
-            " WHERE messages_fts MATCH ? AND m.session_id = ? ORDER BY rank LIMIT ?"
-        )
-        params = (*marks, *marks, query, session_id, limit)
+    one = " AND m.session_id = ?" if session_id is not None else ""
+    # messages_fts is the outer loop and yields its best rows first (FTS5 consumes the
+    # ORDER BY rank), so the LIMIT stops after `limit` rows that passed the join.
+    sql = (
+        "SELECT m.id, m.session_id, s.title, m.seq, m.role,"
+        f" snippet(messages_fts, 0, ?, ?, '{ELLIPSIS}', {SNIPPET_TOKENS}), rank,"
+        " instr(m.text, ?) + instr(m.text, ?) > 0"
+        " FROM messages_fts CROSS JOIN messages m ON m.id = messages_fts.rowid"
+        " CROSS JOIN sessions s ON s.id = m.session_id"
+        f" WHERE messages_fts MATCH ? AND {mine}{one} ORDER BY rank LIMIT ?"
+    )
+    params = (*marks, *marks, query, *whose, *((session_id,) if one else ()), limit)
     hits: list[SearchHit] = []
     for rowid, sid, title, seq, role, snip, rank, collided in db.conn.execute(sql, params):
         start, end = marks

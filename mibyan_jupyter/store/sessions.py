@@ -26,6 +26,7 @@ import builtins
 import json
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -34,9 +35,11 @@ from mibyan_jupyter.core.safe_text import clean_text
 from mibyan_jupyter.secrets import REDACT, scrub_config
 from mibyan_jupyter.store import session_queries as queries
 from mibyan_jupyter.store.approval_rules import ApprovalRules
+from mibyan_jupyter.store.audit import session_user
 from mibyan_jupyter.store.db import Database, StoreError
 from mibyan_jupyter.store.liveness import LeaseLiveness, Liveness, interrupt_dead_owners
 from mibyan_jupyter.store.records import insert_session, new_id
+from mibyan_jupyter.store.scope import user_scope
 from mibyan_jupyter.store.session_queries import (
     MIN_PREFIX,
     AmbiguousSessionError,
@@ -121,11 +124,13 @@ class SessionStore:
         sweep for dead owners: this is the read that opening a session needs."""
         self.mark_interrupted_if_dead()
         if target == "last":
-            found = queries.select(self.db, SessionFilter(notebook=notebook, limit=1))
+            found = queries.select(self.db, self._mine(SessionFilter(notebook=notebook, limit=1)))
             if not found:
                 return None
             target = found[0].id
-        return queries.newest_descendant(self.db, queries.find(self.db, target).id)
+        info = queries.find(self.db, target)
+        self._refuse_others(info.id)
+        return queries.newest_descendant(self.db, info.id)
 
     def last(self, notebook_path: str | None = None) -> SessionInfo | None:
         """The most recently updated session (of this notebook, when given)."""
@@ -143,15 +148,31 @@ class SessionStore:
         sort: SortKey = "updated",
         descending: bool = True,
         limit: int | None = 50,
+        delegated: bool = False,
     ) -> builtins.list[SessionInfo]:
         """Sessions matching every filter given. ``since``/``until`` (epoch seconds or
         datetimes) keep sessions active in that window: updated at or after ``since``,
-        created at or before ``until``."""
-        where = SessionFilter(notebook, model, since, until, status, sort, descending, limit)
+        created at or before ``until``. Delegated child sessions only with ``delegated``."""
+        where = SessionFilter(
+            notebook, model, since, until, status, sort, descending, limit, delegated
+        )
         if sort not in queries.SORT_COLUMNS:
             raise ValueError(f"sort must be one of {sorted(queries.SORT_COLUMNS)}, not {sort!r}")
         self.mark_interrupted_if_dead()
-        return queries.select(self.db, where)
+        return queries.select(self.db, self._mine(where))
+
+    def _mine(self, where: SessionFilter) -> SessionFilter:
+        """``where`` kept to the current user's sessions (store/audit.py: best effort on
+        SQLite, the environment names the user; docs/architecture.md, "Admin policy")."""
+        scope = user_scope(self.db.path)
+        return replace(where, user=scope.user, legacy=scope.legacy)
+
+    def _refuse_others(self, session_id: str) -> None:
+        """A student resumes only their own sessions (best effort on SQLite)."""
+        owner = session_user(self.db.conn, session_id)
+        if user_scope(self.db.path).admits(owner):
+            return
+        raise SessionNotFoundError(f"session {session_id} belongs to another user ({owner})")
 
     # -- changing sessions ------------------------------------------------------------
 

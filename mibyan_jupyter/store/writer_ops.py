@@ -19,6 +19,7 @@ from mibyan_jupyter.core.events import ApprovalResolved, ToolExecutionEnd, ToolE
 from mibyan_jupyter.core.messages import AssistantMessage, Message, Usage, content_text
 from mibyan_jupyter.core.tools import CANCELLED
 from mibyan_jupyter.secrets import REDACT
+from mibyan_jupyter.store import audit
 from mibyan_jupyter.store.lane import Op
 from mibyan_jupyter.store.records import insert_message, update_status
 
@@ -208,6 +209,19 @@ def approval_requested(session_id: str, call_id: str) -> Op:
     return run
 
 
+def approval_detail(event: ApprovalResolved) -> dict[str, object]:
+    """An approval's audit row: the tool, the decision, its scope and who made it (a
+    click, the policy, a remembered rule; docs/architecture.md, "Admin policy")."""
+    return {
+        "call_id": event.call_id,
+        "tool": event.name,
+        "approved": event.approved,
+        "scope": event.scope,
+        "decided_by": event.decided_by,
+        "reason": event.reason,
+    }
+
+
 def approval_resolved(session_id: str, event: ApprovalResolved, *, last_pending: bool) -> Op:
     """``decided_by`` is ``user`` for a click, else policy / timeout / abort / error. A
     denied call never runs (its result will be an error), so it is marked so at once;
@@ -229,6 +243,7 @@ def approval_resolved(session_id: str, event: ApprovalResolved, *, last_pending:
             " reason = ?, decided_at = ?, status = ? WHERE session_id = ? AND call_id = ?",
             row,
         )
+        audit.record(conn, "approval", approval_detail(event), session_id=session_id)
         if last_pending:
             update_status(conn, session_id, "running")
 

@@ -35,6 +35,7 @@ from mibyan_jupyter.core.approval import (
 )
 from mibyan_jupyter.core.signal import AbortSignal
 from mibyan_jupyter.jupyter.state import kernel_state
+from mibyan_jupyter.policy.approvals import FloorApprover, FlooredPolicy, admin_floor
 
 if TYPE_CHECKING:
     from mibyan_jupyter.jupyter.cell.cell_plan import CellPlan
@@ -172,4 +173,16 @@ def approval_gate(
         approver = HeadlessPolicy(kernel)
     else:
         approver = CellApprover(view, loop, headless_wait=plan.headless_wait)
+    floor = admin_floor()  # the admin policy's approval floors ("Admin policy")
+    if floor is not None:
+        human: Approver = approver
+        if mode == "auto":
+            wait = plan.headless_wait
+            human = (
+                HeadlessPolicy(kernel)
+                if plan.headless
+                else CellApprover(view, loop, headless_wait=wait)
+            )
+        approver = FloorApprover(approver, human, floor)
+        policy = FlooredPolicy.over(policy, floor)
     return ApprovalGate(policy=policy, approver=approver)

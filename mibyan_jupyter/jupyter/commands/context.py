@@ -99,6 +99,9 @@ def compact(words: list[str]) -> Message:
     """Compact the current session now (when its agent is idle)."""
     if words:
         raise AgentUsageError("%agent compact takes no arguments")
+    from mibyan_jupyter.jupyter.cell.admission import ensure_allowed
+
+    ensure_allowed()  # compaction calls the model: not in exam mode ("Admin policy")
     state = kernel_state()
     handle = _handle()
     if state.running(handle.session_id) is not None:

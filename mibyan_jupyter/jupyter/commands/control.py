@@ -119,6 +119,9 @@ def policy(words: list[str]) -> Any:
         " change only from a cell you run or a click on a card, never from code the agent"
         " runs (that code does run with your powers)."
     )
+    from mibyan_jupyter.policy.show import with_admin_policy  # the floors in force
+
+    rows, note = with_admin_policy(rows, note, store.db.conn)
     return Table(("tool", "decision", "scope"), rows, caption="Approval policy", note=note)
 
 

@@ -26,6 +26,9 @@ class ViewHeader:
     """Tokens, for the "context" bar; ``None``: the bar shows usage only."""
     answered_by: str | None = None
     """The model that answered last when a failover chose it (``None``: ``model`` did)."""
+    reviewable: str | None = None
+    """The admin policy's line that the conversation is reviewable by instructors
+    (``None``: it is not; docs/architecture.md, "Admin policy")."""
 
 
 class WhoAnswered:
