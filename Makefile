@@ -1,9 +1,11 @@
 # Every target makes the virtualenv it needs; nothing is installed outside the repo but
-# Debian's Chromium for the browser tests (tests/browser/ensure_chromium.sh, when missing).
+# Debian's Chromium for the browser tests (tests/browser/ensure_chromium.sh, when missing)
+# and Debian's PostgreSQL for the team-store tests (tests/pg/ensure_postgres.sh, when missing).
 #   make test       lint + format check + mypy --strict + every test, browser tests included
 #                   (installs Debian's Chromium when missing; what .ci/run runs)
 #   make test-fast  the fast lane: every test but the browser, real-kernel and slow ones
-#                   (pytest -m "not browser and not kernel and not slow"; under a minute)
+#                   (pytest -m "not browser and not kernel and not slow", on two workers
+#                   with pytest-xdist; under a minute)
 #   make demo       executes notebooks/01-quickstart.ipynb with the built-in demo model
 #                   (no API key needed) and prints what each cell showed
 #   make lab        opens the quickstart notebook in JupyterLab
@@ -32,7 +34,7 @@ test: lint typecheck pytest pytest-browser
 FAST := not browser and not kernel and not slow and not dist
 
 test-fast: $(VENV)/.installed
-	$(VENV)/bin/pytest -q -m "$(FAST)"
+	$(VENV)/bin/pytest -q -n 2 -m "$(FAST)"
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
@@ -41,9 +43,9 @@ lint: $(VENV)/.installed
 typecheck: $(VENV)/.installed
 	$(VENV)/bin/mypy
 
-# MIBYAN_NO_SKIP=1: what these targets install (the built extension, tsc, Chromium) must be
+# MIBYAN_NO_SKIP=1: what these targets install (the built extension, tsc, Chromium, PostgreSQL) must be
 # there; a test that would skip for want of it fails instead.
-pytest: $(VENV)/.installed labextension ipykernel6-venvs
+pytest: $(VENV)/.installed labextension ipykernel6-venvs postgres
 	MIBYAN_NO_SKIP=1 $(VENV)/bin/pytest -m "not browser and not dist"
 
 pytest-browser: $(VENV)/.installed labextension chromium ipykernel6-venvs
@@ -51,6 +53,11 @@ pytest-browser: $(VENV)/.installed labextension chromium ipykernel6-venvs
 
 chromium:
 	bash tests/browser/ensure_chromium.sh
+
+# The server binaries only (no system cluster): tests/pg/ starts a throwaway server of its own.
+.PHONY: postgres
+postgres:
+	bash tests/pg/ensure_postgres.sh
 
 # Kernels with an older ipykernel (the fallback mode: no clicks during a run), each in a venv
 # of its own with this package installed editable: the oldest 6.x the package allows and the
@@ -70,7 +77,7 @@ demo: $(VENV)/.installed
 lab: $(VENV)/.installed labextension
 	$(VENV)/bin/jupyter lab notebooks/01-quickstart.ipynb
 
-bench: $(BENCH_VENV)/.installed
+bench: $(BENCH_VENV)/.installed postgres
 	@set -e; for f in bench/[!_]*.py; do \
 		[ -e "$$f" ] || continue; \
 		echo "== $$f"; \
@@ -107,7 +114,7 @@ $(BENCH_VENV)/bin/python:
 	$(PYTHON) -m venv $(BENCH_VENV)
 
 $(BENCH_VENV)/.installed: pyproject.toml Makefile | $(BENCH_VENV)/bin/python
-	$(BENCH_VENV)/bin/python -m pip install -q -e . $(BENCH_PEERS)
+	$(BENCH_VENV)/bin/python -m pip install -q -e '.[postgres]' $(BENCH_PEERS)
 	touch $@
 
 clean:

@@ -54,11 +54,17 @@ class Defaults(Protocol):
     @property
     def db_path(self) -> str: ...
     @property
+    def db_url(self) -> str: ...
+    @property
     def compact(self) -> str: ...
     @property
     def context_window(self) -> int: ...
     @property
     def variables(self) -> bool: ...
+    @property
+    def mcp_trust_folders(self) -> list[str]: ...
+    @property
+    def delegate_turns(self) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -78,9 +84,12 @@ class BuiltinDefaults:
     tool_mode: str = "parallel"
     headless_wait: float = 2.0
     db_path: str = ""
+    db_url: str = ""
     compact: str = "auto"
     context_window: int = 0
     variables: bool = True
+    mcp_trust_folders: list[str] = field(default_factory=list)
+    delegate_turns: int = 50
 
 
 BUILTIN = BuiltinDefaults()
@@ -98,9 +107,15 @@ HELP: dict[str, str] = {
     "tool_mode": "Tool execution.",
     "headless_wait": "Seconds to wait for a front end before the policy decides approvals.",
     "db_path": "Session database (empty: $MIBYAN_DB or the Jupyter data dir).",
+    "db_url": "PostgreSQL team store URL, no password (empty: $MIBYAN_DB_URL); not yet used.",
     "compact": "Context compaction: auto | ask (the view asks first) | off.",
     "context_window": "Context window in tokens for every model (0: the bundled table).",
     "variables": "Send a short summary of the user's variables with each request.",
+    "delegate_turns": "Each delegated child agent's own turns (--delegate-turns; 0: 50).",
+    "mcp_trust_folders": (
+        "Folders whose .jupyter/mcp.json servers start without asking (headless runs); "
+        "MIBYAN_MCP_TRUST, as the kernel started, adds to them."
+    ),
 }
 """One help text per setting: the traitlet's ``help`` and ``%agent config``'s meaning."""
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -119,7 +120,23 @@ class KernelState:
             logging.getLogger("mibyan_jupyter.store.writer").addHandler(_QUIET)
             self._store = SessionStore(self.db_path or None)
             self._store.approval_rules.write_check = self.rule_write_check
+            self._say_team_store_not_used()
         return self._store
+
+    def _say_team_store_not_used(self) -> None:
+        """A PostgreSQL URL is configured, but the sessions still go to SQLite: say so once,
+        naming the file, rather than let the user believe the team store holds them
+        (docs/architecture.md, "The team store (PostgreSQL)")."""
+        from mibyan_jupyter.store.pg.connect import database_url
+
+        configured = getattr(self.defaults, "db_url", "") if self.defaults else ""
+        if database_url(configured) and self._store is not None:
+            print(
+                "mibyan: the PostgreSQL team store (db_url / MIBYAN_DB_URL) does not hold "
+                "sessions yet in this version; they are stored in SQLite at "
+                f"{self._store.db.path}",
+                file=sys.stderr,
+            )
 
     def leases(self) -> LeaseKeeper:
         """This kernel's leases on the sessions it writes, with their heartbeat thread

@@ -106,23 +106,49 @@ def test_a_parser_with_an_undocumented_flag_fails_loudly() -> None:
 
 
 def test_every_documented_flag_is_accepted(
-    shell: InteractiveShell, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    shell: InteractiveShell,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The help promises nothing the parsers refuse (the parsers themselves refuse to
     take a flag the help does not name, see the test above)."""
+    policy = tmp_path / "policy" / "policy.toml"  # %agent review needs a roster: root's
+    policy.parent.mkdir(mode=0o755)
+    policy.write_text(
+        '[review]\nreviewable = true\n[courses.c]\ninstructors = ["prof"]\nstudents = ["prof"]\n',
+        encoding="utf-8",
+    )
+    policy.chmod(0o644)
+    monkeypatch.setenv("MIBYAN_POLICY", str(policy))
+    monkeypatch.setenv("JUPYTERHUB_USER", "prof")  # an instructor, and a student of c
     shell.run_cell("%%agent --model demo --tools none\nabout quinces\n")
     used = {
         "--search": "sessions --search quinces",
         "--notebook": "sessions --notebook",
         "--model": "sessions --model demo",
         "--limit": "sessions --limit 3",
+        "--children": "sessions --children",
         "--at": "fork current --at 1",
         "--format": "export current out.md --format md",
         "--verify": "export current out2.md --format md --verify",
         "--force": "export current out.md --format md --force",
         "--user": "memory show --user",
+        "--refresh": "tools --refresh",
+        "--command": "mcp add m1 --command srv",
+        "--arg": "mcp add m2 --command srv --arg a",
+        "--env": "mcp add m3 --command srv --env A=${B}",
+        "--cwd": "mcp add m4 --command srv --cwd sub",
+        "--url": "mcp add m5 --url http://127.0.0.1:9/mcp",
+        "--header": "mcp add m6 --url http://127.0.0.1:9/mcp --header A=${B}",
+        "--timeout": "mcp add m7 --command srv --timeout 5",
+        "--course": "review --course c",
+        "--since": "review --since 2026-01-01",
+        "--audit": "review --audit",
+        "--export": f"review --user prof --export {tmp_path / 'appendix'}",
     }
     assert sorted(used) == sorted(set(every_flag()))
+    monkeypatch.setenv("JUPYTER_CONFIG_DIR", str(tmp_path / "conf"))  # mcp add writes there
     for _flag, line in used.items():
         shell.run_line_magic("agent", line)  # raises a UsageError if refused
     with pytest.raises(UsageError, match=r"unrecognized arguments: --nosuch.*usage: %agent"):

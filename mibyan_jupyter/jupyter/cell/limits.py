@@ -34,6 +34,7 @@ LIMITS: dict[str, Limit] = {
     "max_turns": Limit(True, 100_000, "model calls"),
     "max_tokens": Limit(True, 100_000_000, "tokens"),
     "max_cost": Limit(False, 10_000, "US dollars"),
+    "delegate_turns": Limit(True, 100_000, "model calls of each child agent", zero="50"),
     "context_window": Limit(True, 100_000_000, "tokens", zero="the bundled table"),
     "headless_wait": Limit(False, 3_600, "seconds", zero="no wait"),
 }

@@ -62,6 +62,8 @@ class CellOptions:
     """The cell's or configured window in tokens (``None``: the bundled table's)."""
     variables: bool = True
     """Send the user's variables summary as an ephemeral note with each request."""
+    delegate_turns: int | None = None
+    """Each delegated child's own turn budget (``None``: 50, core/delegation.py's)."""
     explicit: frozenset[str] = frozenset()
     """The settings the cell's line gave (field names, e.g. ``"model"``): these override
     what a resumed session recorded; the others come from the session when it has them."""
@@ -110,6 +112,13 @@ _OPTIONS: tuple[tuple[tuple[str, ...], dict[str, Any]], ...] = (
         {"help": "most tokens (input + output) in this cell: " + _describe("max_tokens")},
     ),
     (("--max-cost",), {"help": "most this cell may spend: " + _describe("max_cost")}),
+    (
+        ("--delegate-turns",),
+        {
+            "help": "each delegated child agent's own turns (default: "
+            "c.AgentMagics.delegate_turns, 50): " + _describe("delegate_turns")
+        },
+    ),
     (("--thinking",), {"help": "reasoning effort: " + " | ".join(THINKING_LEVELS)}),
     (("--tool-mode",), {"help": "parallel | sequential execution of one turn's tool calls"}),
     (
@@ -240,6 +249,9 @@ def parse_cell_line(line: str, defaults: Defaults) -> CellOptions:
             _positive("context_window", args.context_window) or defaults.context_window or None
         ),
         variables=bool(defaults.variables) and not args.no_variables,
+        delegate_turns=(
+            _positive("delegate_turns", args.delegate_turns) or defaults.delegate_turns or None
+        ),
         explicit=_explicit(args),
     )
 

@@ -20,6 +20,7 @@ from mibyan_jupyter.core.budget import BudgetLimits
 from mibyan_jupyter.core.budget_gate import BudgetGate
 from mibyan_jupyter.core.messages import Usage
 from mibyan_jupyter.core.tools import ToolRegistry
+from mibyan_jupyter.jupyter.cell.admission import admit, capped_budget_hook, tell_reviewable
 from mibyan_jupyter.jupyter.cell.budget_ask import budget_options, cell_prices
 from mibyan_jupyter.jupyter.cell.cell_plan import CellPlan
 from mibyan_jupyter.jupyter.cell.context import (
@@ -31,7 +32,8 @@ from mibyan_jupyter.jupyter.cell.context import (
 )
 from mibyan_jupyter.jupyter.cell.models import choose_cell_model, choose_model, stream_function
 from mibyan_jupyter.jupyter.cell.options import AgentUsageError, CellOptions, parse_cell_line
-from mibyan_jupyter.jupyter.cell.tool_sources import ToolSetting, cell_tools
+from mibyan_jupyter.jupyter.cell.tool_setting import ToolSetting
+from mibyan_jupyter.jupyter.cell.tool_sources import cell_tools
 from mibyan_jupyter.jupyter.kernel_tools import UnknownToolGroupError, parse_groups
 from mibyan_jupyter.jupyter.state import kernel_state
 from mibyan_jupyter.store.session_queries import SessionSettings
@@ -103,7 +105,7 @@ def plan_from_options(
         max_turns=options.max_turns, max_total_tokens=options.max_tokens, max_cost=options.max_cost
     )
     fallbacks = tuple(choose_model(name) for name in options.fallback_models)
-    return CellPlan(
+    plan = CellPlan(
         options=options,
         model=chosen,
         stream_fn=stream_fn,
@@ -120,12 +122,13 @@ def plan_from_options(
         headless_wait=float(defaults.headless_wait),
         pins=(session.pins or ()) if session is not None else (),
     )
+    return admit(plan)  # the admin policy wins over every setting ("Admin policy")
 
 
 def _plugin_names() -> list[str]:
     """The installed plugins' groups: entry points are read only when a cell names a group
     that is not built in (docs/architecture.md, "Tools from outside")."""
-    from mibyan_jupyter.plugins import group_names
+    from mibyan_jupyter.jupyter.plugins import group_names
 
     return list(group_names())
 
@@ -188,6 +191,9 @@ def configure_agent(
         agent.state.system_prompt = options.system_prompt
     agent.budget = plan.budget
     agent.loop_options.update(budget_options(plan, view))  # one gate ("Budgets")
+    hook = agent.loop_options.get("on_budget_exhausted")  # an admin cap is never raised
+    agent.loop_options["on_budget_exhausted"] = capped_budget_hook(plan, hook)
+    tell_reviewable(view, handle.session_id if handle is not None else None)
     agent.approval = approval
     _lasting(agent, plan, view, notebook, shell, namespace, on_usage)
     if results is not None:

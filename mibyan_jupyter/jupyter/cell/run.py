@@ -35,6 +35,7 @@ from mibyan_jupyter.jupyter.cell.queued import (
 )
 from mibyan_jupyter.jupyter.cell.run_parts import HeaderFollower, RunMessages, await_run, uncancel
 from mibyan_jupyter.jupyter.cell.sessions import claim_session, open_session, user_facing
+from mibyan_jupyter.jupyter.cell.tool_sources import prepare_sources
 from mibyan_jupyter.jupyter.kernel_tools import risk_note
 from mibyan_jupyter.jupyter.kernel_tools.live import LIVE, STOPS
 from mibyan_jupyter.jupyter.state import (
@@ -172,6 +173,12 @@ async def _run(
     loop = asyncio.get_running_loop()
     agent, writer = handle.agent, handle.writer
     results = session_results(state.store().db, handle.session_id, handle.writer)
+    try:  # an MCP folder file's trust card, the servers' start (tool_sources.py)
+        await prepare_sources(plan, view)
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        uncancel()
+        view.finish([], status="interrupted")
+        raise AgentInterrupted("interrupted (Kernel > Interrupt) before the run began") from None
     configure_agent(
         agent,
         plan,

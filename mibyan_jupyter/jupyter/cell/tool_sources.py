@@ -15,38 +15,17 @@ default groups never import the MCP SDK, read entry points or build the delegati
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+import sys
+from typing import TYPE_CHECKING
 
 from mibyan_jupyter.core.tools import Tool
+from mibyan_jupyter.jupyter.cell.tool_setting import ToolSetting
 from mibyan_jupyter.jupyter.kernel_tools import is_mcp_group, kernel_groups, kernel_tools
 from mibyan_jupyter.jupyter.kernel_tools.groups import BUILTIN_GROUPS
 
 if TYPE_CHECKING:
-    from mibyan_jupyter.core.agent import Agent
-    from mibyan_jupyter.core.approval import ApprovalGate
     from mibyan_jupyter.jupyter.cell.cell_plan import CellPlan
-    from mibyan_jupyter.jupyter.state import SessionHandle
     from mibyan_jupyter.jupyter.view import AgentView
-
-
-@dataclass(frozen=True)
-class ToolSetting:
-    """What the sources may need to build one cell's tools."""
-
-    plan: CellPlan
-    agent: Agent
-    approval: ApprovalGate
-    namespace: dict[str, Any]
-    root: Path
-    shell: Any | None = None
-    view: AgentView | None = None
-    """The cell's live view (``None``: no view; ``clarify`` then answers that no one can)."""
-    handle: SessionHandle | None = None
-    """The session being run (its id and store writer), for delegated child sessions."""
-    on_interrupt: Callable[[], None] | None = None
 
 
 def plugin_groups(groups: tuple[str, ...]) -> tuple[str, ...]:
@@ -57,6 +36,16 @@ def plugin_groups(groups: tuple[str, ...]) -> tuple[str, ...]:
 def mcp_groups(groups: tuple[str, ...]) -> tuple[str, ...]:
     """The ``mcp`` / ``mcp:NAME`` entries of a parsed choice."""
     return tuple(g for g in groups if is_mcp_group(g))
+
+
+async def prepare_sources(plan: CellPlan, view: AgentView | None) -> None:
+    """What a source must do on the kernel's loop before :func:`cell_tools` (sync) builds
+    the cell's tools: an MCP folder file's trust question (a click arrives through the
+    loop) and the servers' start. Awaited by the cell's run before ``configure_agent``."""
+    if servers := mcp_groups(plan.groups):
+        from mibyan_jupyter.jupyter.cell.mcp_tools import prepare_mcp
+
+        await prepare_mcp(servers, plan, view)
 
 
 def cell_tools(setting: ToolSetting) -> list[Tool]:
@@ -70,7 +59,7 @@ def cell_tools(setting: ToolSetting) -> list[Tool]:
         on_interrupt=setting.on_interrupt,
     )
     if plugins := plugin_groups(groups):
-        from mibyan_jupyter.plugins import plugin_tools
+        from mibyan_jupyter.jupyter.plugins import plugin_tools
 
         tools += plugin_tools(plugins)
     if servers := mcp_groups(groups):
@@ -81,8 +70,30 @@ def cell_tools(setting: ToolSetting) -> list[Tool]:
         from mibyan_jupyter.jupyter.cell.clarify import clarify_tools
 
         tools += clarify_tools(setting)
+    tools = first_of_each_name(tools)
     if "delegate" in groups:
         from mibyan_jupyter.jupyter.cell.delegation import delegate_tools
 
         tools += delegate_tools(setting, tuple(tools))
     return tools
+
+
+def first_of_each_name(tools: list[Tool]) -> list[Tool]:
+    """``tools`` without a later tool whose name an earlier one has (one line each).
+
+    Why: approval rules and "always" answers are keyed by tool name, so the earlier source
+    (kernel tools, then plugins, then MCP servers) keeps a name, and a registry with two
+    tools of one name would refuse the whole cell."""
+    seen: set[str] = set()
+    kept: list[Tool] = []
+    for item in tools:
+        if item.name in seen:
+            print(
+                f"mibyan: tool {item.name!r} is left out: an earlier tool group has a tool of "
+                "that name",
+                file=sys.stderr,
+            )
+            continue
+        seen.add(item.name)
+        kept.append(item)
+    return kept

@@ -10,7 +10,7 @@ from typing import Any, NoReturn
 
 from mibyan_jupyter.jupyter.cell.options import AgentUsageError
 from mibyan_jupyter.jupyter.cell.sessions import user_facing
-from mibyan_jupyter.jupyter.commands import context, control, memory, sessions
+from mibyan_jupyter.jupyter.commands import context, control, mcp, memory, review, sessions, tools
 from mibyan_jupyter.jupyter.commands.reference import COMMANDS_HELP, command_help
 
 HELP_WORDS = ("help", "--help", "-h", "?")
@@ -27,6 +27,9 @@ COMMANDS: dict[str, Callable[[list[str]], Any]] = {
     "models": control.models,
     "delete": sessions.delete,
     "memory": memory.memory,
+    "mcp": mcp.mcp,
+    "tools": tools.tools,
+    "review": review.review,
     "compact": context.compact,
     "pin": context.pin,
     "pins": context.pins,

@@ -39,13 +39,14 @@ class CommandHelp:
 REFERENCE: tuple[CommandHelp, ...] = (
     CommandHelp(
         "sessions",
-        "[--search TEXT] [--notebook] [--model M] [--limit N]",
+        "[--search TEXT] [--notebook] [--model M] [--limit N] [--children]",
         "list the stored sessions (newest first), or search every message",
         (
             ("--search TEXT", 'messages with every word (a "quoted phrase"; pand* = prefix)'),
             ("--notebook", "only this notebook's sessions"),
             ("--model M", "only the sessions of model M"),
             ("--limit N", "at most N rows (default 20, at most 10,000)"),
+            ("--children", "also the sessions of delegated child agents (hidden by default)"),
         ),
     ),
     CommandHelp(
@@ -88,6 +89,43 @@ REFERENCE: tuple[CommandHelp, ...] = (
         "[show | add TEXT | replace OLD NEW | remove OLD | path] [--user]",
         "what the agent remembers across sessions (MEMORY.md)",
         (("--user", "USER.md (your preferences) instead of MEMORY.md"),),
+    ),
+    CommandHelp(
+        "mcp",
+        "[list | add NAME | remove NAME | enable NAME | disable NAME | tools [NAME] | trust"
+        " | untrust]",
+        "MCP servers (your file; a folder's .jupyter/mcp.json once trusted): %%agent --tools"
+        " mcp:NAME",
+        (
+            ("--command CMD", "add: a stdio server's command"),
+            ("--arg A", "add: one argument of the command (repeat; --arg=-x for a dash)"),
+            ("--env K=V", "add: an environment variable; a secret as K=${{VAR}} (repeat)"),
+            ("--cwd DIR", "add: the folder the command starts in"),
+            ("--url URL", "add: a Streamable HTTP server's URL"),
+            ("--header K=V", "add: an HTTP header; a secret as K=${{VAR}} (repeat)"),
+            ("--timeout S", "add: seconds one tool call may take (default 60)"),
+        ),
+    ),
+    CommandHelp(
+        "tools",
+        "[--refresh]",
+        "every tool group --tools can name (built-in, plugins, MCP): default? which ask?",
+        (("--refresh", "read the installed plugins again (after a pip install here)"),),
+    ),
+    CommandHelp(
+        "review",
+        "[--course C] [--user U] [--since DATE] [--search TEXT] [--audit] [--export DIR]",
+        "instructors: their students' sessions with usage and cost (the admin policy's roster)",
+        (
+            ("--course C", "only the students of course C (one of yours)"),
+            ("--user U", "only student U"),
+            ("--since DATE", "sessions active since DATE (YYYY-MM-DD, UTC)"),
+            ("--search TEXT", "only sessions with a message containing TEXT"),
+            ("--audit", "the audit trail (approvals, denials, cap hits) instead of sessions"),
+            ("--export DIR", "write --user's sessions and an AI use appendix into DIR"),
+            ("--format F", "with --export: md (default) or ipynb"),
+            ("--limit N", "at most N rows (default 200)"),
+        ),
     ),
     CommandHelp("compact", "", "summarise the older messages of the current session now"),
     CommandHelp("pin", "TEXT", "an instruction kept in the system prompt (never summarised)"),

@@ -20,6 +20,7 @@ def sessions(words: list[str]) -> Table:
         (("--notebook",), {"action": "store_true"}),
         (("--model",), {}),
         (("--limit",), {"default": "20"}),
+        (("--children",), {"action": "store_true"}),
     ).parse_args(words)
     limit = count("--limit", args.limit)
     state = kernel_state()
@@ -35,12 +36,15 @@ def sessions(words: list[str]) -> Table:
         headers = ("session", "title", "#", "role", "snippet")
         return Table(headers, rows, caption=f"Messages matching {args.search!r}")
     notebook = notebook_path() if args.notebook else None
-    infos = store.list(notebook=notebook, model=args.model, limit=limit)
+    infos = store.list(notebook=notebook, model=args.model, limit=limit, delegated=args.children)
     current = state.current_session(notebook_path())
     listed = [
         (
             ("▶ " if i.id == current else "") + short(i.id),
-            i.title,
+            # a delegated child agent's session, under its parent's id
+            f"↳ {i.title} (child of {short(i.parent_id or '')})"
+            if i.link_kind == "delegation"
+            else i.title,
             i.model or "",
             i.message_count,
             cost(i.cost),

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import os
 import sys
 import threading
 from typing import Any
@@ -58,14 +59,21 @@ class AgentMagics(Magics):
     tool_mode = Enum(list(TOOL_MODES), BUILTIN.tool_mode, help=HELP["tool_mode"]).tag(config=True)
     headless_wait = Float(BUILTIN.headless_wait, help=HELP["headless_wait"]).tag(config=True)
     db_path = Unicode(BUILTIN.db_path, help=HELP["db_path"]).tag(config=True)
+    db_url = Unicode(BUILTIN.db_url, help=HELP["db_url"]).tag(config=True)
     compact = Enum(list(COMPACT_MODES), BUILTIN.compact, help=HELP["compact"]).tag(config=True)
     context_window = Int(BUILTIN.context_window, help=HELP["context_window"]).tag(config=True)
     variables = Bool(BUILTIN.variables, help=HELP["variables"]).tag(config=True)
+    delegate_turns = Int(BUILTIN.delegate_turns, help=HELP["delegate_turns"]).tag(config=True)
+    mcp_trust_folders = List(
+        Unicode(), default_value=list(BUILTIN.mcp_trust_folders), help=HELP["mcp_trust_folders"]
+    ).tag(config=True)
 
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
         self._loading_profile = True  # the profile's values arrive now: see _check_limit
         super().__init__(shell=shell, **kwargs)
         self._loading_profile = False
+        # Read once, as the extension loads, like MIBYAN_APPROVE (mcp/trust.py, jupyter/guard.py).
+        self.mcp_trust_env = os.environ.get("MIBYAN_MCP_TRUST", "")
 
     @validate(*LIMITS)
     def _check_limit(self, proposal: Any) -> Any:
@@ -85,8 +93,22 @@ class AgentMagics(Magics):
 
     @validate(*(name for name in SETTING_NAMES if name not in LIMITS))
     def _refuse_inside_run(self, proposal: Any) -> Any:
-        """Code inside an agent run cannot change the defaults (jupyter/guard.py)."""
-        return checked_setting(proposal)
+        """Code inside an agent run cannot change the defaults (jupyter/guard.py); a
+        ``db_url`` holding a password is refused when it is set, before anything keeps it
+        (docs/architecture.md, "The team store (PostgreSQL)")."""
+        value = checked_setting(proposal)
+        if proposal["trait"].name == "db_url" and value:
+            from mibyan_jupyter.store.files import StoreError
+
+            try:
+                from mibyan_jupyter.store.pg.connect import parse_url
+            except ImportError:  # psycopg is an extra: the store says so when it opens
+                return value
+            try:
+                parse_url(value)
+            except StoreError as error:
+                raise SettingError(str(error)) from None
+        return value
 
     @cell_magic("agent")  # type: ignore[arg-type]
     def agent_cell(self, line: str, cell: str) -> None:

@@ -46,7 +46,8 @@ class UnknownToolGroupError(ValueError):
         allowed = ", ".join((*BUILTIN_GROUPS, *plugins))
         super().__init__(
             f"{problem or f'unknown tool group {name!r}'}; allowed: {allowed} "
-            f"(comma-separated), or one of: {_WORDS}"
+            f"(comma-separated), or one of: {_WORDS}; %agent tools lists them "
+            "(a plugin installed in this kernel: %agent tools --refresh)"
         )
         self.name = name
 

@@ -27,15 +27,18 @@ from mibyan_jupyter.core.events import AgentEvent, MessageEnd, ToolExecutionEnd
 from mibyan_jupyter.core.messages import Message
 from mibyan_jupyter.core.notices import CompactionNotice, NoteNotice
 from mibyan_jupyter.core.results import ResultStore
+from mibyan_jupyter.export.children import ChildTranscript
 from mibyan_jupyter.export.notices import Placed, Seen, place_notices
 from mibyan_jupyter.export.render import SessionMeta
 from mibyan_jupyter.export.transcript import render_transcript
+from mibyan_jupyter.jupyter.view.children import ChildCard, Children, ChildView
 from mibyan_jupyter.jupyter.view.header import ViewHeader, WhoAnswered
 from mibyan_jupyter.jupyter.view.ops import (
     AnsweredBy,
     AnsweredOp,
     AskChoice,
     AskOp,
+    AskText,
     HeaderOp,
     NoticeLevel,
     NoticeOp,
@@ -69,14 +72,19 @@ class AgentView:
         self._widget = AgentWidget()
         self._outbox = Outbox(self._widget.send, interval=flush_interval)
         self._ops = EventOps(self._outbox, header, risk_note=risk_note)
+        self._risk_note = risk_note
+        self.children = Children()
+        """Delegated child agents' nested cards (:meth:`child`)."""
         self._widget.on_msg(self._on_front_end)
         keep_stop_on_its_subshell(getattr(self._widget, "comm", None))  # Stop reaches blocking code
         self._on_decision: list[Callable[[str, Decision], None]] = []
         self._on_stop: list[Callable[[], None]] = []
         self._on_rendered: list[Callable[[], None]] = []
-        self._on_answer: list[Callable[[str, str], None]] = []
+        self._on_answer: list[Callable[[str, str, str | None], None]] = []
         self._asks: dict[str, frozenset[str]] = {}
         """Ask cards still waiting: id -> the values a click may send."""
+        self._typed: dict[str, int] = {}
+        """Waiting ask cards with a text box: id -> the most characters taken."""
         self._answered: set[str] = set()
         self._pager = SpillPager()
         self._who = WhoAnswered()
@@ -103,7 +111,16 @@ class AgentView:
         )
         if header.answered_by is not None:
             op["answered"] = header.answered_by
+        if header.reviewable is not None:
+            op["reviewable"] = header.reviewable
         self._outbox.add(op, now=now)
+
+    def mark_reviewable(self, line: str) -> None:
+        """The header says the conversation is reviewable (the admin policy's line)."""
+        if self._header.reviewable != line:
+            self._header = dataclasses.replace(self._header, reviewable=line)
+            if not self._finished:
+                self._send_header(now=True)
 
     def set_session(self, session_id: str) -> None:
         """The cell goes on in another session (a fork, a compaction's child): the header
@@ -151,8 +168,24 @@ class AgentView:
     def tool_output(self, call_id: str, stream: Literal["stdout", "stderr"], text: str) -> None:
         """What a running tool printed, from any thread (kernel_tools/live.py's sink): shown
         live on its card, throttled and redacted (.tool_output)."""
-        if not self._finished:
+        # A delegated child's running call gets it, else our own (.children).
+        if not self._finished and not self.children.output(call_id, stream, text):
             self._ops.tool_output.write(call_id, stream, text)
+
+    def child(self, card: ChildCard, on_budget: Callable[[], None] | None = None) -> ChildView:
+        """The nested card of a delegated child, for its agent to subscribe; its approvals
+        are clicked here, and the parent's bars follow its spend (.children)."""
+        child = ChildView(
+            self._outbox, self._header, card, self._risk_note, on_budget, self._child_waits
+        )
+        self.children.add(child)
+        return child
+
+    def _child_waits(self) -> None:
+        """A child's question opened or closed: the run waits while anyone's is open."""
+        waiting = bool(self._ops.pending_approvals) or self.children.waiting()
+        if not self._finished:
+            self._outbox.add(RunOp(op="run", status="awaiting_approval" if waiting else "running"))
 
     def on_decision(self, callback: Callable[[str, Decision], None]) -> None:
         self._on_decision.append(callback)
@@ -184,24 +217,36 @@ class AgentView:
     # -- ask cards (the awaitable question is .ask.ask) ------------------------------------
 
     def show_ask(
-        self, ident: str, question: str, choices: Sequence[AskChoice], default: str
+        self,
+        ident: str,
+        question: str,
+        choices: Sequence[AskChoice],
+        default: str,
+        *,
+        text: AskText | None = None,
     ) -> None:
-        """Show an ask card; a click on it reaches the :meth:`on_answer` callbacks once."""
+        """Show an ask card (with a text box when ``text``); a click or a typed answer
+        on it reaches the :meth:`on_answer` callbacks once."""
         with self._lock:
             self._asks[ident] = frozenset(choice["value"] for choice in choices)
+            if text is not None:
+                self._typed[ident] = text["limit"]
+        op = AskOp(op="ask", id=ident, question=question, choices=list(choices), default=default)
+        if text is not None:
+            op["text"] = text
         if not self._finished:
-            self._outbox.add(
-                AskOp(op="ask", id=ident, question=question, choices=list(choices), default=default)
-            )
+            self._outbox.add(op)
 
     def show_answered(self, ident: str, choice: str, label: str, by: AnsweredBy) -> None:
         with self._lock:
             self._asks.pop(ident, None)
+            self._typed.pop(ident, None)
         if not self._finished:
             self._outbox.add(AnsweredOp(op="answered", id=ident, choice=choice, label=label, by=by))
 
-    def on_answer(self, callback: Callable[[str, str], None]) -> None:
-        """``callback(ask_id, value)`` for a click on a waiting ask card (any thread)."""
+    def on_answer(self, callback: Callable[[str, str, str | None], None]) -> None:
+        """``callback(ask_id, value, text)`` for a click on a waiting ask card (``text``
+        ``None``), or a typed answer (``value`` "", ``text`` what was typed); any thread."""
         self._on_answer.append(callback)
 
     def finish(self, messages: Sequence[Message], *, status: str) -> None:
@@ -212,10 +257,12 @@ class AgentView:
         self._finished = True
         if not self._ops.ended:
             self._outbox.add(RunOp(op="run", status="done"), now=False)
+        self.children.end_all("stopped")
         self._ops.tool_output.close()
         self._outbox.close()
         placed = place_notices(messages, self._notices)
-        bundle = _transcript_or_note(messages, self._header, status, placed)
+        children = self.children.transcripts()  # folded under the calls that started them
+        bundle = _transcript_or_note(messages, self._header, status, placed, children)
         if _shell_running():
             from IPython.display import display
 
@@ -241,22 +288,28 @@ class AgentView:
             for callback in list(self._on_stop):
                 _safely(callback)
         elif kind == "answer":
-            self._answer(content.get("ask_id"), content.get("choice"))
+            self._answer(content.get("ask_id"), content.get("choice"), content.get("text"))
         elif kind == "expand":
             page = self._pager.page(content.get("call_id"), content.get("offset"))
             if page is not None and not self._finished:
                 self._outbox.add(page)
 
-    def _answer(self, ident: object, choice: object) -> None:
-        """A click on an ask card: only a waiting card's own values, and only once."""
+    def _answer(self, ident: object, choice: object, text: object) -> None:
+        """A click on an ask card: only a waiting card's own values, and only once; a
+        typed answer (``choice`` "") only for a waiting card with a text box, its text
+        cut to the box's limit (untrusted: it goes to the model as the user's words)."""
         if not isinstance(ident, str) or not isinstance(choice, str):
             return
+        typed: str | None = None
         with self._lock:
-            if choice not in self._asks.get(ident, frozenset()):
+            if choice == "" and isinstance(text, str) and text.strip() and ident in self._typed:
+                typed = text.strip()[: self._typed.pop(ident)]
+            elif choice not in self._asks.get(ident, frozenset()):
                 return  # a stale card, a second click, or a value the card never offered
-            del self._asks[ident]
+            self._typed.pop(ident, None)
+            self._asks.pop(ident, None)
         for callback in list(self._on_answer):
-            _safely(callback, ident, choice)
+            _safely(callback, ident, choice, typed)
 
     def _front_end_rendered(self, next_seq: object) -> None:
         self._outbox.replay(next_seq if isinstance(next_seq, int) else 0)
@@ -275,7 +328,8 @@ class AgentView:
         reason = content.get("reason")
         reason = reason.strip()[:REASON_LIMIT] if isinstance(reason, str) else ""
         with self._lock:
-            if call_id not in self._ops.pending_approvals or call_id in self._answered:
+            mine = call_id in self._ops.pending_approvals or self.children.pending(call_id)
+            if not mine or call_id in self._answered:
                 return  # a stale card, or a second click that raced the first
             self._answered.add(call_id)
         decision: Decision = (
@@ -295,7 +349,11 @@ class AgentView:
         with self._lock:
             listed = dict.fromkeys(c for c in call_ids[:MAX_BATCH] if isinstance(c, str))
             pending = self._ops.pending_approvals
-            chosen = [c for c in listed if c in pending and c not in self._answered]
+            chosen = [
+                c
+                for c in listed
+                if (c in pending or self.children.pending(c)) and c not in self._answered
+            ]
             self._answered.update(chosen)
         decision: Decision = Approved() if action == "approve" else Denied(reason or None)
         for call_id in chosen:
@@ -317,12 +375,22 @@ def _safely(callback: Callable[..., None], *args: Any) -> None:
 
 
 def _transcript_or_note(
-    messages: Sequence[Message], header: ViewHeader, status: str, notices: Sequence[Placed]
+    messages: Sequence[Message],
+    header: ViewHeader,
+    status: str,
+    notices: Sequence[Placed],
+    children: Sequence[ChildTranscript] = (),
 ) -> dict[str, str]:
     session = SessionMeta(id=header.session_id, title=header.title, model=header.model)
     try:
         return render_transcript(
-            messages, session=session, status=status, demo=header.demo, notices=notices
+            messages,
+            session=session,
+            status=status,
+            demo=header.demo,
+            notices=notices,
+            children=children,
+            reviewable=header.reviewable,
         )
     except Exception:  # never leave the cell on a dead widget because of a rendering bug
         _log.exception("the transcript could not be rendered")

@@ -22,6 +22,8 @@ from typing import Literal, NotRequired, TypeAlias, get_args, get_type_hints
 
 from typing_extensions import TypedDict
 
+from mibyan_jupyter.jupyter.view.child_ops import ChildStartOp, ChildStatusOp
+
 DeltaKind: TypeAlias = Literal["text", "thinking", "args"]
 """An element's streamed text: a reply's text, its thinking, a call's arguments."""
 RunStatus: TypeAlias = Literal["running", "awaiting_approval", "done"]
@@ -38,8 +40,9 @@ NoticeKind: TypeAlias = Literal[
 BarName: TypeAlias = Literal["turns", "total_tokens", "cost", "context"]
 QueueMode: TypeAlias = Literal["steer", "follow_up"]
 Scope: TypeAlias = Literal["once", "session", "always"]
-AnsweredBy: TypeAlias = Literal["user", "default"]
-"""Who answered an ask card: a click, or the documented default (no front end)."""
+AnsweredBy: TypeAlias = Literal["user", "default", "stopped"]
+"""Who answered an ask card: a click (or a typed answer), the documented default (no front
+end), or nobody: Stop or Kernel > Interrupt ended the wait."""
 
 
 class HeaderOp(TypedDict):
@@ -52,6 +55,9 @@ class HeaderOp(TypedDict):
     answered: NotRequired[str]
     """The model that answered last when it was not ``model`` (a failover): the header
     says "answered by" it. Left out when the session's own model answered."""
+    reviewable: NotRequired[str]
+    """The admin policy makes the conversation reviewable by instructors: the header
+    shows this line (left out otherwise)."""
 
 
 class RunOp(TypedDict):
@@ -64,6 +70,7 @@ class UserOp(TypedDict):
 
     op: Literal["user"]
     text: str
+    child: NotRequired[str]  # and below: made in delegated child ``child``'s card (.child_ops)
 
 
 class AssistantOp(TypedDict):
@@ -71,6 +78,7 @@ class AssistantOp(TypedDict):
 
     op: Literal["assistant"]
     id: str
+    child: NotRequired[str]
 
 
 class DeltaOp(TypedDict):
@@ -126,6 +134,7 @@ class ToolOp(TypedDict):
     args: NotRequired[str]
     lang: NotRequired[str]
     """``args`` is code in this language ("python", "shell"): the card shows it as code."""
+    child: NotRequired[str]
 
 
 class StatusOp(TypedDict):
@@ -190,6 +199,8 @@ class ApprovalOp(TypedDict):
     risk: str | None
     powers: NotRequired[str]
     """A line on what approving means for code that runs as the user (run_python...)."""
+    server: NotRequired[str]
+    """Where the tool comes from, e.g. "server NAME" for an MCP server's tool."""
 
 
 class DecidedOp(TypedDict):
@@ -208,10 +219,19 @@ class AskChoice(TypedDict):
     """What choosing it does, in a sentence ("" for none)."""
 
 
+class AskText(TypedDict):
+    """The ask card's text box: a typed answer comes back as an :class:`AnswerMessage`
+    whose ``choice`` is "" and whose ``text`` is what was typed."""
+
+    placeholder: str
+    limit: int
+    """At most this many characters (the box's ``maxlength``; the kernel cuts longer)."""
+
+
 class AskOp(TypedDict):
     """A question with choices (the ask card, :mod:`.ask`): the approval card's general
     form, for whatever the kernel must ask the user (take a session over, compact, go on
-    past a budget)."""
+    past a budget, a clarify tool's question)."""
 
     op: Literal["ask"]
     id: str
@@ -219,6 +239,8 @@ class AskOp(TypedDict):
     choices: list[AskChoice]
     default: str
     """The value chosen when no front end can click (said on the card)."""
+    text: NotRequired[AskText]
+    """A text box for a typed answer too (left out: buttons only)."""
 
 
 class AnsweredOp(TypedDict):
@@ -227,6 +249,7 @@ class AnsweredOp(TypedDict):
     op: Literal["answered"]
     id: str
     choice: str
+    """"" for a typed answer (``label`` is then the text, shown as text only)."""
     label: str
     by: AnsweredBy
 
@@ -261,6 +284,7 @@ class NoticeOp(TypedDict):
     text: str
     detail: NotRequired[str]
     """Shown collapsed under the notice (a compaction's summary): expanded on a click."""
+    child: NotRequired[str]
 
 
 class QueuedOp(TypedDict):
@@ -292,76 +316,17 @@ StructuralOp: TypeAlias = (
     | BarOp
     | NoticeOp
     | QueuedOp
+    | ChildStartOp
+    | ChildStatusOp
 )
 """The ops sent as objects (``Outbox.add``)."""
 ViewOp: TypeAlias = StructuralOp | DeltaOp
 """Every op the front end applies, after unpacking."""
 
 
-# -- messages from the front end ------------------------------------------------------------
-
-
-class RenderedMessage(TypedDict):
-    """The front end loaded the view: ``next`` is the batch it expects (replay from there)."""
-
-    type: Literal["rendered"]
-    next: int
-
-
-class DecisionMessage(TypedDict):
-    """A click on an approval card. Untrusted like every message back: live.py checks it."""
-
-    type: Literal["decision"]
-    call_id: str
-    action: Literal["approve", "deny"]
-    scope: Scope
-    reason: str
-
-
-class DecideAllMessage(TypedDict):
-    """A click on "Approve all (N)" or "Deny all": the calls the front end shows waiting.
-    Untrusted: live.py decides only the view's own pending calls, each once."""
-
-    type: Literal["decide_all"]
-    action: Literal["approve", "deny"]
-    call_ids: list[str]
-    reason: str
-
-
-class StopMessage(TypedDict):
-    type: Literal["stop"]
-
-
-class AnswerMessage(TypedDict):
-    """A click on an ask card's button. Untrusted: live.py checks the id and the value."""
-
-    type: Literal["answer"]
-    ask_id: str
-    choice: str
-
-
-class ExpandMessage(TypedDict):
-    """A click on a spilled result's "load": the next chunk from ``offset``. Untrusted:
-    live.py only answers for the view's own spilled calls, in chunks it sizes."""
-
-    type: Literal["expand"]
-    call_id: str
-    offset: int
-
-
-FrontEndMessage: TypeAlias = (
-    RenderedMessage
-    | DecisionMessage
-    | DecideAllMessage
-    | StopMessage
-    | AnswerMessage
-    | ExpandMessage
-)
-
-
 def tags(union: object, field: str) -> frozenset[str]:
     """The values of the literal ``field`` over the typed dicts of ``union`` (the op kinds
-    of :data:`ViewOp`, the types of :data:`FrontEndMessage`)."""
+    of :data:`ViewOp`; the types of ``front_end.FrontEndMessage``)."""
     found: set[str] = set()
     for member in get_args(union):
         found.update(get_args(get_type_hints(member)[field]))
@@ -369,4 +334,3 @@ def tags(union: object, field: str) -> frozenset[str]:
 
 
 OP_KINDS = tags(ViewOp, "op")
-FRONT_END_TYPES = tags(FrontEndMessage, "type")

@@ -4,7 +4,7 @@ Why the kernel answers the page and not the page reading anything itself: a tool
 over the spill limit reaches the transcript (and the card) as a preview; its full text
 lives only in the session's result store (``core/results.py``, ``store/results.py``;
 docs/architecture.md, "Context compression"). So the card's "Load the full result" sends
-an ``expand`` message (:class:`.ops.ExpandMessage`) and the kernel answers with a ``page``
+an ``expand`` message (:class:`.front_end.ExpandMessage`) and the kernel answers with a ``page``
 op (:class:`.ops.PageOp`) of at most :data:`PAGE_CHARS` characters, sent through the
 outbox like every other op (so it is redacted and in order).
 

@@ -35,7 +35,9 @@ from mibyan_jupyter.core.results import MemoryResults, spill
 from mibyan_jupyter.core.stream import ThinkingDelta, ToolCallDelta, ToolCallStart
 from mibyan_jupyter.core.tools import ToolResult
 from mibyan_jupyter.jupyter.view import AgentView, ViewHeader
-from mibyan_jupyter.jupyter.view.ops import FRONT_END_TYPES, OP_KINDS, AskChoice, ViewOp
+from mibyan_jupyter.jupyter.view.children import ChildCard
+from mibyan_jupyter.jupyter.view.front_end import FRONT_END_TYPES
+from mibyan_jupyter.jupyter.view.ops import OP_KINDS, AskChoice, AskText, ViewOp
 from mibyan_jupyter.jupyter.view.widget import FRONT_END, STATIC
 
 REPO = Path(__file__).resolve().parents[3]
@@ -57,7 +59,8 @@ def d_ts_tags(field: str) -> set[str]:
 
 
 def test_python_and_typescript_name_the_same_kinds() -> None:
-    assert len(OP_KINDS) == 23  # 17, "ask", "answered", "page", "tool_output", "blocks", "stats"
+    assert len(OP_KINDS) == 25  # 17, "ask", "answered", "page", "tool_output", "blocks", "stats"
+    # and "child_start", "child_status" (a delegated child's card)
     assert {"ask", "answered", "page"} <= OP_KINDS
     assert d_ts_tags("op") == set(OP_KINDS)
     assert d_ts_tags("type") == set(FRONT_END_TYPES)
@@ -101,6 +104,12 @@ def every_kind(recorder: Recorder) -> None:
     choices = [AskChoice(value="fork", label="Fork", detail="a new session")]
     view.show_ask("ask1", "Fork it?", choices, "fork")
     view.show_answered("ask1", "fork", "Fork", "default")
+    view.show_ask("ask2", "Which?", choices, "fork", text=AskText(placeholder="Type", limit=9))
+    view.show_answered("ask2", "", "typed", "stopped")  # a text box; a stopped wait
+    child = view.child(ChildCard("child-1", "c1", "count them", ("list_variables",), 50))
+    child(MessageEnd(message=UserMessage(content="count them")))  # made in the child's card
+    child(BudgetUpdated(budgets=(BudgetStatus(name="turns", used=1, limit=50),)))
+    child(AgentEnd(messages=(), reason="completed"))
     view(AgentEnd(messages=(), reason="completed"))
     view.finish([], status="completed")
 

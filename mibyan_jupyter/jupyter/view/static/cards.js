@@ -16,7 +16,9 @@ function approvalCard(parts, model, op) {
   card.dataset.pending = "true";
   card.tabIndex = 0;
   const ask = make("div", "mibyan-approval-title", "Approve this call to ");
-  ask.append(make("code", "", op.name), "?");
+  ask.append(make("code", "", op.name));
+  if (op.server) ask.append(" ", make("span", "mibyan-approval-server", `(${op.server})`));
+  ask.append("?");
   card.append(ask);
   if (op.reason) card.append(make("div", "mibyan-approval-reason", op.reason));
   if (op.risk) card.append(make("div", "mibyan-risk", op.risk));
@@ -147,9 +149,10 @@ function decideCard(t, op) {
 }
 
 /**
- * An ask card: the question, one button per choice (the default marked), a line that
- * says what happens when no one can click. A click sends the answer once (every button
- * is then disabled); the kernel's "answered" op shows the outcome.
+ * An ask card: the question, one button per choice (the default marked), a text box when
+ * the op has one, a line that says what happens when no one can click. A click or a typed
+ * answer (Enter or Send) is sent once (every control is then disabled); the kernel's
+ * "answered" op shows the outcome. Question and answers are shown as text only.
  * @param {Model} model
  * @param {import("./ops").AskOp} op
  */
@@ -158,23 +161,59 @@ function askCard(model, op) {
   card.dataset.askId = op.id;
   card.append(make("div", "mibyan-ask-question", op.question));
   const actions = make("div", "mibyan-ask-actions");
+  const outcome = make("div", "mibyan-ask-outcome");
+  /** @param {import("./ops").AnswerMessage} message */
+  const send = (message) => {
+    if (card.dataset.sent === "true") return;
+    card.dataset.sent = "true";
+    for (const control of controls(card)) control.disabled = true;
+    outcome.textContent = "Sending…";
+    model.send(message);
+  };
   for (const choice of op.choices) {
     const look = choice.value === op.default ? "jp-mod-accept" : "jp-mod-reject";
     const node = button("mibyan-ask-choice", choice.label, look);
     node.dataset.value = choice.value;
     if (choice.detail) node.title = choice.detail;
-    node.addEventListener("click", () => {
-      for (const control of controls(card)) control.disabled = true;
-      outcome.textContent = "Sending…";
-      model.send({ type: "answer", ask_id: op.id, choice: choice.value });
-    });
+    node.addEventListener("click", () => send({ type: "answer", ask_id: op.id, choice: choice.value }));
     actions.append(node);
   }
+  card.append(actions);
+  if (op.text) card.append(askTextBox(op.id, op.text, send));
   const fallback = op.choices.find((choice) => choice.value === op.default);
-  const outcome = make("div", "mibyan-ask-outcome");
   const note = `Without a front end to click: ${fallback ? fallback.label : op.default}.`;
-  card.append(actions, make("div", "mibyan-ask-default", note), outcome);
+  card.append(make("div", "mibyan-ask-default", note), outcome);
   return card;
+}
+
+/**
+ * The ask card's text box and its Send button: Enter or Send sends the typed text (not
+ * when it is blank); keys typed there never reach JupyterLab's shortcuts.
+ * @param {string} askId
+ * @param {import("./ops").AskText} box
+ * @param {(message: import("./ops").AnswerMessage) => void} send
+ */
+function askTextBox(askId, box, send) {
+  const row = make("div", "mibyan-ask-typed");
+  const input = make("input", "mibyan-ask-text jp-mod-styled");
+  input.type = "text";
+  input.maxLength = box.limit;
+  input.placeholder = box.placeholder;
+  input.setAttribute("aria-label", box.placeholder);
+  const go = button("mibyan-ask-send", "Send", "jp-mod-accept");
+  const typed = () => {
+    if (input.value.trim()) send({ type: "answer", ask_id: askId, choice: "", text: input.value });
+  };
+  input.addEventListener("keydown", (event) => {
+    if (event.key === "Enter") {
+      event.preventDefault();
+      typed();
+    }
+    event.stopPropagation();
+  });
+  go.addEventListener("click", typed);
+  row.append(input, go);
+  return row;
 }
 
 /**
@@ -200,8 +239,9 @@ function askHandlers(parts, model) {
       /** @type {HTMLElement | null} */
       const outcome = card.querySelector(".mibyan-ask-outcome");
       if (outcome) {
-        const how = op.by === "default" ? "no front end answered, so" : "chosen:";
-        outcome.textContent = `${how} ${op.label}`;
+        const how = { default: "no front end answered, so", stopped: "stopped before an answer" };
+        const said = op.by === "user" ? (op.choice === "" ? "answered:" : "chosen:") : how[op.by];
+        outcome.textContent = op.by === "stopped" ? said : `${said} ${op.label}`;
       }
     },
   };

@@ -27,7 +27,7 @@ export type NoticeKind =
 export type BarName = "turns" | "total_tokens" | "cost" | "context";
 export type QueueMode = "steer" | "follow_up";
 export type Scope = "once" | "session" | "always";
-export type AnsweredBy = "user" | "default";
+export type AnsweredBy = "user" | "default" | "stopped";
 
 export interface HeaderOp {
   op: "header";
@@ -36,6 +36,7 @@ export interface HeaderOp {
   model: string;
   demo: boolean;
   answered?: string;
+  reviewable?: string;
 }
 
 export interface RunOp {
@@ -46,11 +47,13 @@ export interface RunOp {
 export interface UserOp {
   op: "user";
   text: string;
+  child?: string;
 }
 
 export interface AssistantOp {
   op: "assistant";
   id: string;
+  child?: string;
 }
 
 export interface DeltaOp {
@@ -87,6 +90,7 @@ export interface ToolOp {
   msg: string | null;
   args?: string;
   lang?: string;
+  child?: string;
 }
 
 export interface StatusOp {
@@ -133,6 +137,8 @@ export interface ApprovalOp {
   reason: string;
   risk: string | null;
   powers?: string;
+  /** Where the tool comes from, e.g. "server NAME" for an MCP server's tool. */
+  server?: string;
 }
 
 export interface DecidedOp {
@@ -148,12 +154,19 @@ export interface AskChoice {
   detail: string;
 }
 
+/** A text box on an ask card: a typed answer is sent with choice "" and its text. */
+export interface AskText {
+  placeholder: string;
+  limit: number;
+}
+
 export interface AskOp {
   op: "ask";
   id: string;
   question: string;
   choices: AskChoice[];
   default: string;
+  text?: AskText;
 }
 
 export interface AnsweredOp {
@@ -187,12 +200,40 @@ export interface NoticeOp {
   kind: NoticeKind;
   text: string;
   detail?: string;
+  child?: string;
 }
 
 export interface QueuedOp {
   op: "queued";
   mode: QueueMode;
   text: string;
+}
+
+export type ChildStatus =
+  | "running"
+  | "awaiting_approval"
+  | "completed"
+  | "stopped"
+  | "budget_exhausted"
+  | "error";
+
+/** A delegated child starts: its card goes in the card of the parent's call `parent`. */
+export interface ChildStartOp {
+  op: "child_start";
+  id: string;
+  parent: string;
+  goal: string;
+  tools: string[];
+  max_turns: number;
+}
+
+export interface ChildStatusOp {
+  op: "child_status";
+  id: string;
+  status: ChildStatus;
+  turns: number;
+  tokens: number;
+  cost: number | null;
 }
 
 /** The ops sent as objects. */
@@ -216,7 +257,9 @@ export type StructuralOp =
   | StatsOp
   | BarOp
   | NoticeOp
-  | QueuedOp;
+  | QueuedOp
+  | ChildStartOp
+  | ChildStatusOp;
 
 /** Every op the front end applies, after unpacking. */
 export type ViewOp = StructuralOp | DeltaOp;
@@ -262,6 +305,7 @@ export interface AnswerMessage {
   type: "answer";
   ask_id: string;
   choice: string;
+  text?: string;
 }
 
 export interface ExpandMessage {

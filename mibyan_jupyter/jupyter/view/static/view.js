@@ -70,6 +70,10 @@ function runHandlers(parts) {
       if (op.demo && !parts.header.querySelector(".mibyan-demo-badge")) {
         parts.header.append(make("span", "mibyan-demo-badge", "demo model"));
       }
+      parts.header.querySelector(".mibyan-reviewable")?.remove(); // the admin policy's line
+      if (op.reviewable) {
+        parts.header.append(make("span", "mibyan-reviewable", op.reviewable));
+      }
       footerHeader(parts, op); // cards.js: the footer's model and session parts
     },
     run(op) {
@@ -78,7 +82,7 @@ function runHandlers(parts) {
       footerStatus(parts, op.status);
     },
     user(op) {
-      parts.body.append(make("div", "mibyan-user", op.text));
+      childBody(parts, op.child).append(make("div", "mibyan-user", op.text)); // children.js
     },
     notice(op) {
       const node = make("div", `mibyan-notice mibyan-${op.level}`, op.text);
@@ -88,7 +92,7 @@ function runHandlers(parts) {
         more.append(make("summary", "", op.kind === "compaction" ? "Summary" : "Details"), make("pre", "", op.detail));
         node.append(more);
       }
-      parts.body.append(node);
+      childBody(parts, op.child).append(node);
     },
     queued(op) {
       const how = op.mode === "follow_up" ? "follow-up" : "steering";
@@ -124,7 +128,7 @@ function runHandlers(parts) {
 function messageHandlers(parts) {
   return {
     assistant(op) {
-      message(parts, op.id);
+      placeInChild(parts, message(parts, op.id).node, op.child); // a child's: in its card
     },
     text(op) {
       streamText(message(parts, op.id).text, op.text); // markdown.js: the open block
@@ -177,7 +181,9 @@ function toolHandlers(parts, model) {
   // The cards themselves are cards.js's (toolCard, approvalCard, decideCard...).
   return {
     tool(op) {
-      toolArgs(tool(parts, op.id, op.name), op);
+      const t = tool(parts, op.id, op.name);
+      placeInChild(parts, t.node, op.child); // a child's call: in its card (children.js)
+      toolArgs(t, op);
     },
     args(op) {
       tool(parts, op.id).args.append(op.text);
@@ -235,6 +241,7 @@ function render({ model, el }) {
     ...toolHandlers(parts, model),
     ...askHandlers(parts, model),
     ...statsHandlers(parts),
+    ...childHandlers(parts),
   };
   /** @type {Cursor} */
   const cursor = { next: 0, target: null };
