@@ -94,8 +94,9 @@ _OPTIONS: tuple[tuple[tuple[str, ...], dict[str, Any]], ...] = (
         ("--tools", "-t"),
         {
             "help": (
-                "tool groups: inspect,python,files,shell,memory,notebook | all | none"
-                " (default: c.AgentMagics.tools)"
+                "tool groups: inspect,python,files,shell,memory,notebook,clarify,delegate"
+                " | mcp | mcp:NAME | a plugin's group | all | none (default:"
+                " c.AgentMagics.tools; %agent tools lists every group)"
             )
         },
     ),
