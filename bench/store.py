@@ -24,11 +24,16 @@ import argparse
 import asyncio
 import json
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+# The 20 writer processes are spawned: each re-imports this script, so its folder must be
+# on their path too (it is not when a child's path is rebuilt from the interpreter's).
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _pg_store import figures as pg_figures
 

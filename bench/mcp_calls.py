@@ -42,11 +42,10 @@ from mibyan_jupyter.core.events import ToolExecutionEnd, ToolExecutionStart
 from mibyan_jupyter.mcp.hub import McpHub
 from mibyan_jupyter.mcp.spec import ServerSpec
 
-# This file is named mcp.py and Python put its folder first on sys.path, where it would
-# hide the SDK from the hub's ``import mcp``: the folder comes off (the imports above do
-# not import the SDK yet), and bench/load_ext.py is loaded by its path.
+# Not named bench/mcp.py, as the issue first had it: every bench script has this folder
+# first on sys.path, so a file mcp.py here hid the SDK from openai-agents' ``import mcp``
+# in bench/store.py (its peer figures came out empty). bench/load_ext.py is loaded by path.
 _HERE = Path(__file__).resolve().parent
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 
 
 def best(module: str) -> tuple[float, str]:
@@ -215,7 +214,7 @@ def on_the_supported_sdk() -> None:
         return
     python = _HERE.parent / ".venv" / "bin" / "python"
     if not python.exists() or Path(sys.executable) == python:
-        sys.exit(f"bench/mcp.py needs the mcp 1.x SDK (found {version}): install .[mcp]")
+        sys.exit(f"bench/mcp_calls.py needs the mcp 1.x SDK (found {version}): install .[mcp]")
     print(f"mcp {version} here; running with {python} (the mcp extra, 1.x)", flush=True)
     os.execv(python, [str(python), str(Path(__file__).resolve()), *sys.argv[1:]])
 
