@@ -77,7 +77,7 @@ demo: $(VENV)/.installed
 lab: $(VENV)/.installed labextension
 	$(VENV)/bin/jupyter lab notebooks/01-quickstart.ipynb
 
-bench: $(BENCH_VENV)/.installed postgres
+bench: $(BENCH_VENV)/.installed $(VENV)/.installed postgres
 	@set -e; for f in bench/[!_]*.py; do \
 		[ -e "$$f" ] || continue; \
 		echo "== $$f"; \
