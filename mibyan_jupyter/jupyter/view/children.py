@@ -76,6 +76,8 @@ class ChildOutbox(Outbox):
             copy["msg"] = self.scoped(copy["msg"])
         if kind == "clear":
             copy["calls"] = [self.scoped(call) for call in copy["calls"]]
+        if kind == "result":  # a child keeps a spilled result in its own, in-memory store,
+            copy.pop("spilled", None)  # which the view cannot page: no Load that does nothing
         if kind in _MAKES_ELEMENT:
             copy["child"] = self._key
         self._parent.add(cast(StructuralOp, copy), now=now)

@@ -195,3 +195,36 @@ def test_the_saved_transcript_folds_each_child_under_its_call(sent: Recorder) ->
     )
     assert "> There are **7** pears." in bundle["text/markdown"]
     assert "    There are **7** pears." in bundle["text/plain"]
+
+
+def test_a_childs_spilled_result_shows_its_preview_without_a_load_that_cannot_work(
+    sent: Recorder,
+) -> None:
+    """The child keeps a spilled result in its own store (in memory), which the view cannot
+    page from: its card gets the preview (which names the size) and no Load button."""
+    from mibyan_jupyter.core.results import MemoryResults, spill
+
+    view = parent_view()
+    child = started_child(view)
+    big = "row\n" * 10_000
+    kept = spill(
+        ToolMessage(tool_call_id="c9", name="read_file", content=big), MemoryResults(), 16_000
+    )
+    child(ToolExecutionEnd(call_id="c9", name="read_file", result=kept, is_error=False))
+    (result,) = [op for op in sent.ops("result") if op["id"] == "child-1/c9"]
+    assert "spilled" not in result
+    assert result["text"].startswith("[This result is")  # the preview, not the text
+    view(
+        ToolExecutionEnd(
+            call_id="p1",
+            name="read_file",
+            result=spill(
+                ToolMessage(tool_call_id="p1", name="read_file", content=big),
+                MemoryResults(),
+                16_000,
+            ),
+            is_error=False,
+        )
+    )
+    (own,) = [op for op in sent.ops("result") if op["id"] == "p1"]
+    assert own["spilled"] == len(big)  # the parent's own card keeps its Load
