@@ -8,6 +8,7 @@ create roles and is a member of ``mibyan_owner`` and ``mibyan_admin``):
     mibyan-admin pg migrate [--db URL]
     mibyan-admin pg add-user NAME [--course C --role student|instructor] [--password-stdin]
     mibyan-admin pg check [--db URL]
+    mibyan-admin pg sync-roster [--db URL] [--dry-run]   (the roster from the admin policy)
     mibyan-admin purge --older-than DAYS [--db PATH] [--dry-run]   (retention: policy/admin_cli.py)
 
 ``--db`` defaults to ``MIBYAN_DB_URL``. The URL never holds a password (the same rule as the
@@ -47,6 +48,11 @@ def build_parser() -> argparse.ArgumentParser:
     add.add_argument("--role", choices=("student", "instructor"), default="student")
     add.add_argument("--password-stdin", action="store_true", help="read a password from stdin")
     add.add_argument("--db", help=f"database URL (default ${ENV_URL}); no password")
+    sync = actions.add_parser("sync-roster", help="the courses' roster from the admin policy")
+    sync.add_argument(
+        "--dry-run", action="store_true", help="say what would change, change nothing"
+    )
+    sync.add_argument("--db", help=f"database URL (default ${ENV_URL}); no password")
     add_purge(commands)  # retention (mibyan_jupyter/policy/admin_cli.py)
     return parser
 
@@ -99,14 +105,32 @@ def add_user(conn: Any, name: str, *, course: str | None, role: str, password: s
     return f"user {name}: login role in {APP_ROLE}{where}" + (" (new)" if not exists else "")
 
 
+def policy_roster() -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
+    """The admin policy's courses (the files the kernels obey, trusted only when root's);
+    a policy that cannot be trusted or read is refused, never synced from."""
+    from mibyan_jupyter.policy.files import load_policy
+
+    loaded = load_policy()
+    if loaded.problems:
+        raise StoreError(f"the admin policy cannot be used: {loaded.problems[0]}")
+    if loaded.policy is None:
+        raise StoreError("there is no admin policy file: the roster comes from its [courses]")
+    return {name: (c.instructors, c.students) for name, c in loaded.policy.courses.items()}
+
+
 def _run(args: argparse.Namespace) -> int:
     from mibyan_jupyter.store.pg.check import problems
+    from mibyan_jupyter.store.pg.roster import sync_roster
 
     with _connect(args.db) as conn:
         if args.action == "migrate":
             applied = migrate(conn)
             done = f"applied {', '.join(map(str, applied))}" if applied else "already up to date"
             print(f"schema {LATEST}: {done}")
+            return 0
+        if args.action == "sync-roster":
+            for line in sync_roster(conn, policy_roster(), dry_run=args.dry_run):
+                print(line)
             return 0
         if args.action == "add-user":
             password = sys.stdin.readline().rstrip("\n") if args.password_stdin else None
