@@ -24,21 +24,16 @@ not a guarantee: the server process can read the whole file (docs/architecture.m
 from __future__ import annotations
 
 from mibyan_jupyter.store.scope import UserScope, user_scope
-from mibyan_jupyter.store.session_queries import SessionInfo, find
 from mibyan_jupyter.store.sessions import SessionStore
 
 
 class OwnSessions(SessionStore):
-    """The server's store: every session it finds by id or prefix is its user's, so
-    every route (one session, its messages, transcript, export, fork, rename, delete)
-    is scoped by the one lookup they all make, :meth:`get`."""
+    """The server's store: every session it finds by id or prefix is its user's (the
+    store's :meth:`~SessionStore.get` keeps to the current user's), so every route (one
+    session, its messages, transcript, export, fork, rename, delete) is scoped by the one
+    lookup they all make; :attr:`scope` scopes the listing and search as well."""
 
     @property
     def scope(self) -> UserScope:
         """The server user's sessions in this database (its owner: the older ones too)."""
         return user_scope(self.db.path)
-
-    def get(self, id_or_prefix: str) -> SessionInfo:
-        """The user's session with this id or unique prefix; another user's is not found."""
-        self.mark_interrupted_if_dead()
-        return find(self.db, id_or_prefix, scope=self.scope)

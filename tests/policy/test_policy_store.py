@@ -68,8 +68,12 @@ def test_a_user_lists_and_resumes_only_their_own_sessions(
         found = store.resolve("last")
         assert found is not None
         assert found.id == bobs
-        with pytest.raises(SessionNotFoundError, match="belongs to another user"):
-            store.resolve(alices)
+        with pytest.raises(SessionNotFoundError, match=f"^no session '{alices}'$"):
+            store.resolve(alices)  # in a missing id's words: never says it exists
+        with pytest.raises(SessionNotFoundError, match=f"^no session '{alices}'$"):
+            store.get(alices)
+        with pytest.raises(SessionNotFoundError, match=f"^no session '{alices[:8]}'$"):
+            store.get(alices[:8])
 
 
 def test_audit_rows_are_appended_and_never_updated(tmp_path: Path) -> None:

@@ -89,7 +89,7 @@ def show_history(store: SessionStore, session_id: str) -> list[Any]:
 
 def export_session(
     store: SessionStore,
-    session: str,
+    session: str | SessionInfo,
     path: str | None,
     fmt: str | None,
     verify: bool,
@@ -107,8 +107,9 @@ def export_session(
     from mibyan_jupyter.export.spilled import inline_spilled
     from mibyan_jupyter.store.lineage import lineage_messages
     from mibyan_jupyter.store.results import full_text
+    from mibyan_jupyter.store.session_queries import SessionInfo as Info
 
-    info = store.get(session)
+    info = session if isinstance(session, Info) else store.get(session)
     messages = inline_spilled(
         lineage_messages(store.db, info.id), partial(full_text, store.db, info.id)
     )

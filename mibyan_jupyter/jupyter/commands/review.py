@@ -24,6 +24,7 @@ from mibyan_jupyter.jupyter.state import kernel_state
 from mibyan_jupyter.policy.files import load_policy
 from mibyan_jupyter.policy.model import AdminPolicy
 from mibyan_jupyter.store import audit
+from mibyan_jupyter.store.scope import EVERYONE
 from mibyan_jupyter.store.usage import ReviewRow, review_rows
 
 
@@ -127,7 +128,8 @@ def _export(rows: list[ReviewRow], folder: Path, user: str, fmt: str) -> Message
     index += ["| session | title | model | messages | cost | updated | file |", "|---" * 7 + "|"]
     for r in rows:
         name = f"{user}-{short(r.session_id)}.{fmt}"
-        export_session(store, r.session_id, str(folder / name), fmt, False, force=True)
+        info = store.get(r.session_id, scope=EVERYONE)  # the roster said yes (above)
+        export_session(store, info, str(folder / name), fmt, False, force=True)
         title = r.title.replace("|", "\\|")
         index.append(
             f"| {short(r.session_id)} | {title} | {r.model or ''} | {r.messages} | "
