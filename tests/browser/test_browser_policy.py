@@ -6,13 +6,11 @@ one way the environment may: ``MIBYAN_POLICY`` adds it (``%env`` before the cell
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from policy_support import policy_folder, write_policy
 
 from .lab_driver import Lab
 
@@ -26,19 +24,8 @@ REVIEWABLE = """(cell) => {
 
 @pytest.fixture
 def policy_file() -> Iterator[Path]:
-    folder = Path(tempfile.mkdtemp(prefix="mibyan-policy-", dir="/tmp"))
-    folder.chmod(0o755)
-    try:
-        yield folder / "policy.toml"
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-def write_policy(path: Path, text: str) -> None:
-    path.write_text(text, encoding="utf-8")
-    path.chmod(0o644)
-    now = time.time_ns()
-    os.utime(path, ns=(now, now))
+    with policy_folder() as path:
+        yield path
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="a trusted policy file is root's")

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
+from policy_support import write_policy
 
 from mibyan_jupyter.jupyter.cell.plan import plan_cell
 from mibyan_jupyter.jupyter.state import kernel_state
@@ -44,12 +45,6 @@ def policy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     path = tmp_path / "policy.toml"
     monkeypatch.setenv("MIBYAN_POLICY", str(path))
     return path
-
-
-def write_policy(path: Path, text: str) -> None:
-    path.write_text(text, encoding="utf-8")
-    path.chmod(0o644)
-    os.utime(path, ns=(time.time_ns(), time.time_ns()))
 
 
 def error_of(shell: InteractiveShell, cell: str) -> str:

@@ -30,6 +30,7 @@ import pytest
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 from kernel_driver import KEYS, Execution, KernelDriver
+from policy_support import policy_folder, write_policy
 
 pytestmark = [
     pytest.mark.kernel,
@@ -93,19 +94,8 @@ def student() -> Iterator[Student]:
 @pytest.fixture
 def policy_file() -> Iterator[Path]:
     """A root-owned policy file in a root-owned folder the student can read, not write."""
-    folder = Path(tempfile.mkdtemp(prefix="mibyan-policy-", dir="/tmp"))
-    folder.chmod(0o755)
-    try:
-        yield folder / "policy.toml"
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-def write_policy(path: Path, text: str) -> None:
-    path.write_text(text, encoding="utf-8")
-    path.chmod(0o644)
-    now = time.time_ns()
-    os.utime(path, ns=(now, now))
+    with policy_folder() as path:
+        yield path
 
 
 class StudentKernel(KernelDriver):

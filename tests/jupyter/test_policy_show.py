@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
+from policy_support import write_policy
 
 from mibyan_jupyter.core.messages import AssistantMessage, UserMessage
 from mibyan_jupyter.export.render import SessionMeta
@@ -60,12 +61,6 @@ def policy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     path.parent.mkdir(mode=0o755)
     monkeypatch.setenv("MIBYAN_POLICY", str(path))
     return path
-
-
-def write_policy(path: Path, text: str, mode: int = 0o644) -> None:
-    path.write_text(text, encoding="utf-8")
-    path.chmod(mode)
-    os.utime(path, ns=(time.time_ns(), time.time_ns()))
 
 
 def shown(shell: InteractiveShell, line: str = "policy") -> Table:

@@ -7,11 +7,11 @@ command the one way the environment may: ``MIBYAN_POLICY`` adds it."""
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from policy_support import write_policy
 
 from mibyan_jupyter import admin
 
@@ -20,11 +20,9 @@ from .conftest import PgTestDb
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="a trusted policy file is root's")
 
 
-def write_policy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str) -> None:
+def use_policy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str) -> None:
     path = tmp_path / "policy.toml"
-    path.write_text(text, encoding="utf-8")
-    path.chmod(0o644)
-    os.utime(path, ns=(time.time_ns(), time.time_ns()))
+    write_policy(path, text)
     monkeypatch.setenv("MIBYAN_POLICY", str(path))
 
 
@@ -55,7 +53,7 @@ def test_the_roster_follows_the_policy_and_row_security_follows_the_roster(
     teacher = pg_db.connect_as(carol)
     seen = "SELECT id FROM mibyan.sessions"
     assert teacher.execute(seen).fetchall() == []  # not her student yet
-    write_policy(
+    use_policy(
         tmp_path,
         monkeypatch,
         f'[courses.ds101]\ninstructors = ["{carol.name}"]\n'
@@ -72,7 +70,7 @@ def test_the_roster_follows_the_policy_and_row_security_follows_the_roster(
         ("ds101", f"zed_{pg_db.suffix}", "student"),
     }
     assert teacher.execute(seen).fetchall() == [("s-alice",)]  # RLS reads the new roster
-    write_policy(tmp_path, monkeypatch, f'[courses.ds101]\ninstructors = ["{carol.name}"]\n')
+    use_policy(tmp_path, monkeypatch, f'[courses.ds101]\ninstructors = ["{carol.name}"]\n')
     assert sync(pg_db, capsys)[0].endswith("0 added or changed, 2 removed")
     assert members(pg_db.admin()) == {("ds101", carol.name, "instructor")}
     assert teacher.execute(seen).fetchall() == []  # removed from the course: unseen again
@@ -86,7 +84,7 @@ def test_a_course_the_policy_does_not_name_is_left_alone(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     bob = pg_db.user("bob", "ml202")  # add-user's own roster row
-    write_policy(tmp_path, monkeypatch, "[courses.ds101]\ninstructors = []\n")
+    use_policy(tmp_path, monkeypatch, "[courses.ds101]\ninstructors = []\n")
     lines = sync(pg_db, capsys)
     assert "not in the policy, left as they are: ml202" in lines
     assert ("ml202", bob.name, "student") in members(pg_db.admin())
@@ -99,7 +97,7 @@ def test_without_a_trusted_policy_nothing_is_synced(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     pg_db.user("bob", "ml202")
-    write_policy(tmp_path, monkeypatch, "[courses.ds101]\n")
+    use_policy(tmp_path, monkeypatch, "[courses.ds101]\n")
     (tmp_path / "policy.toml").chmod(0o666)  # a file others could write is never trusted
     assert admin.main(["pg", "sync-roster", "--db", pg_db.url("mibyan")]) == 1
     err = capsys.readouterr().err.strip().splitlines()
