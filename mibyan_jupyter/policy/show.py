@@ -12,12 +12,12 @@ refuses (docs/architecture.md, "Admin policy").
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 
 from mibyan_jupyter.policy.files import load_policy
 from mibyan_jupyter.policy.model import AdminPolicy
 from mibyan_jupyter.store.audit import current_user
+from mibyan_jupyter.store.conn import Conn
 from mibyan_jupyter.store.usage import day_start, reset_text, spent_since
 
 Row = tuple[str, str, str]
@@ -29,9 +29,7 @@ NOTE = (
 )
 
 
-def with_admin_policy(
-    rows: Sequence[Row], note: str, conn: sqlite3.Connection
-) -> tuple[list[Row], str]:
+def with_admin_policy(rows: Sequence[Row], note: str, conn: Conn) -> tuple[list[Row], str]:
     """``rows`` and ``note`` of ``%agent policy`` with the admin policy's floors (unchanged
     when there is no policy file). ``conn``: the kernel's store, for today's spending."""
     loaded = load_policy()
@@ -89,7 +87,7 @@ def tool_rows(policy: AdminPolicy) -> list[Row]:
     return rows
 
 
-def cap_rows(policy: AdminPolicy, conn: sqlite3.Connection) -> list[Row]:
+def cap_rows(policy: AdminPolicy, conn: Conn) -> list[Row]:
     """The user's daily caps, what is left of them today, and when they reset."""
     user = current_user()
     caps = policy.caps_for(user)

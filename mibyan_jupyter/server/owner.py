@@ -36,4 +36,4 @@ class OwnSessions(SessionStore):
     @property
     def scope(self) -> UserScope:
         """The server user's sessions in this database (its owner: the older ones too)."""
-        return user_scope(self.db.path)
+        return user_scope(self.db)

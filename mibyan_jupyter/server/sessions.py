@@ -88,7 +88,7 @@ def session_json(store: SessionStore, infos: Sequence[SessionInfo]) -> list[Sess
 def list_sessions(store: SessionStore, *, limit: int, offset: int) -> SessionListJSON:
     """One page of the sessions, newest first, and how many there are."""
     store.mark_interrupted_if_dead()
-    scope = user_scope(store.db.path)
+    scope = user_scope(store.db)
     infos = page(store.db, limit=limit, offset=offset, scope=scope)
     total = count_sessions(store.db, scope=scope)
     return {"sessions": session_json(store, infos), "total": total}
@@ -97,7 +97,7 @@ def list_sessions(store: SessionStore, *, limit: int, offset: int) -> SessionLis
 def search_sessions(store: SessionStore, text: str, *, limit: int) -> SearchJSON:
     """The best ``limit`` messages matching ``text`` and their sessions (each once)."""
     store.mark_interrupted_if_dead()
-    hits = search(store, text, limit=limit, scope=user_scope(store.db.path))
+    hits = search(store, text, limit=limit, scope=user_scope(store.db))
     order = list(dict.fromkeys(hit.session_id for hit in hits))
     shown: list[HitJSON] = [
         {

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from mibyan_jupyter.store.db import Database
+from mibyan_jupyter.store.conn import StoreDatabase
 
 Origin = Literal["approval", "cell"]
 ORIGINS: tuple[Origin, ...] = ("approval", "cell")
@@ -106,7 +106,7 @@ def _mac(key: bytes, tool: str, approved: bool, origin: str, created_at: float) 
 class ApprovalRules:
     """The remembered decisions of one database: tool name -> approved."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: StoreDatabase) -> None:
         self.db = db
         self.write_check: Callable[[], str | None] | None = None
         """Asked before a save or a forget; a reason refuses it (the Jupyter layer's guard

@@ -16,7 +16,6 @@ from __future__ import annotations
 import getpass
 import json
 import os
-import sqlite3
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from mibyan_jupyter.secrets import REDACT
+from mibyan_jupyter.store.conn import Conn
 
 AuditKind = Literal["approval", "policy_denial", "cap_hit", "exam_refusal", "policy_change"]
 USER_ENV = "JUPYTERHUB_USER"
@@ -49,7 +49,7 @@ def owns_file(path: Path) -> bool:
         return True  # a file not made yet is the user's own
 
 
-def tag_new_sessions(conn: sqlite3.Connection, user: str | None = None) -> None:
+def tag_new_sessions(conn: Conn, user: str | None = None) -> None:
     """Give every session this connection inserts without a user the current one."""
     name = (user or current_user()).replace("'", "''")
     conn.execute(
@@ -59,7 +59,7 @@ def tag_new_sessions(conn: sqlite3.Connection, user: str | None = None) -> None:
     )
 
 
-def has_audit(conn: sqlite3.Connection) -> bool:
+def has_audit(conn: Conn) -> bool:
     return (
         conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='audit'").fetchone()
         is not None
@@ -67,7 +67,7 @@ def has_audit(conn: sqlite3.Connection) -> bool:
 
 
 def record(
-    conn: sqlite3.Connection,
+    conn: Conn,
     kind: AuditKind,
     detail: Mapping[str, Any],
     *,
@@ -93,7 +93,7 @@ class AuditRow:
 
 
 def rows(
-    conn: sqlite3.Connection,
+    conn: Conn,
     *,
     users: list[str] | None = None,
     kind: str | None = None,
@@ -118,7 +118,7 @@ def rows(
     return [AuditRow(row[0], row[1], row[2], row[3], row[4], json.loads(row[5])) for row in found]
 
 
-def last_policy_digest(conn: sqlite3.Connection) -> str | None:
+def last_policy_digest(conn: Conn) -> str | None:
     """The admin policy's digest as last recorded (``None``: never recorded here)."""
     row = conn.execute(
         "SELECT detail FROM audit WHERE kind = 'policy_change' ORDER BY id DESC LIMIT 1"
@@ -126,7 +126,7 @@ def last_policy_digest(conn: sqlite3.Connection) -> str | None:
     return None if row is None else str(json.loads(row[0]).get("digest", ""))
 
 
-def session_user(conn: sqlite3.Connection, session_id: str) -> str | None:
+def session_user(conn: Conn, session_id: str) -> str | None:
     """The user a session belongs to (``None``: from before schema 6, or no such session)."""
     row = conn.execute("SELECT user_name FROM sessions WHERE id = ?", (session_id,)).fetchone()
     return None if row is None else row[0]

@@ -35,7 +35,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Literal
 
-from mibyan_jupyter.store.audit import tag_new_sessions
+from mibyan_jupyter.store.audit import current_user, owns_file, tag_new_sessions
+from mibyan_jupyter.store.dialect import SQLITE, Dialect
 from mibyan_jupyter.store.files import (
     ENV_PATH,
     FailureKind,
@@ -78,7 +79,10 @@ LATEST = len(migrations())
 
 
 class Database:
-    """One connection (autocommit; explicit transactions) to the session store."""
+    """One connection (autocommit; explicit transactions) to the session store: the
+    embedded backend of store/conn.py's :class:`~.conn.StoreDatabase`."""
+
+    dialect: Dialect = SQLITE
 
     def __init__(
         self,
@@ -237,6 +241,16 @@ class Database:
                     self._rollback()
                     raise write_failure(self.path, error) from None
                 time.sleep(0.05)
+
+    @property
+    def user(self) -> str:
+        """The environment's word on SQLite (store/audit.py: a convenience, not a guarantee)."""
+        return current_user()
+
+    @property
+    def sees_legacy(self) -> bool:
+        """The file's owner sees its sessions from before schema 6 (store/scope.py)."""
+        return owns_file(self.path)
 
     def close(self) -> None:
         if not self._closed:

@@ -65,7 +65,7 @@ _CAUSES: tuple[tuple[str, FailureKind, str], ...] = (
 )
 
 
-def write_failure(path: Path, error: BaseException) -> StoreError:
+def write_failure(path: Path | str, error: BaseException) -> StoreError:
     """One line for a failed write: the file, the cause in plain words, SQLite's own
     message (``cannot write to PATH: the file is read-only (attempt to write a readonly
     database)``). A :class:`StoreError` is returned as it is."""

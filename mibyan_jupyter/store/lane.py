@@ -24,16 +24,16 @@ from __future__ import annotations
 
 import collections
 import logging
-import sqlite3
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
-from mibyan_jupyter.store.db import Database, StoreError, write_failure
+from mibyan_jupyter.store.conn import Conn, StoreDatabase
+from mibyan_jupyter.store.db import StoreError, write_failure
 
 After = Callable[[], None]
-Op = Callable[[sqlite3.Connection], After | None]
+Op = Callable[[Conn], After | None]
 """One write: statements run inside a transaction the lane holds; what it returns is
 called once that transaction has committed (so no one is told of a write that a failed
 commit undid)."""
@@ -63,7 +63,7 @@ class WriteLane:
 
     def __init__(
         self,
-        db: Database,
+        db: StoreDatabase,
         *,
         on_fail: Callable[[StoreError], None] | None = None,
         on_recover: Callable[[int], None] | None = None,

@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import atexit
 import logging
-import sqlite3
 import threading
 import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mibyan_jupyter.store.conn import Conn, StoreDatabase
 from mibyan_jupyter.store.db import Database, StoreError
 from mibyan_jupyter.store.liveness import (
     LIVE_STATUSES,
@@ -79,7 +79,7 @@ class LeaseLost(StoreError):
 
 
 def read_holder(
-    conn: sqlite3.Connection,
+    conn: Conn,
     session_id: str,
     liveness: Liveness,
 ) -> tuple[str | None, Holder]:
@@ -93,7 +93,7 @@ def read_holder(
     return token, Holder(session_id, owner, status in LIVE_STATUSES, alive)
 
 
-def delete_unless_held(db: Database, session_id: str, liveness: Liveness) -> Holder | None:
+def delete_unless_held(db: StoreDatabase, session_id: str, liveness: Liveness) -> Holder | None:
     """Delete the session (as :meth:`~.sessions.SessionStore.delete` does) unless a live
     kernel holds its lease or runs it; returns that holder instead. One write transaction,
     so no kernel can take the lease between the check and the delete (the sessions API
@@ -121,7 +121,7 @@ class Lease:
     lost_to: Holder | None = field(default=None, repr=False)
     """Set by the heartbeat (or a fence) once another kernel holds the session."""
 
-    def fence(self, conn: sqlite3.Connection) -> None:
+    def fence(self, conn: Conn) -> None:
         """Raise :class:`LeaseLost` unless this lease still holds the session; called
         inside the write transaction, so the answer holds until it commits."""
         token, holder = read_holder(conn, self.session_id, self.liveness)
@@ -135,7 +135,7 @@ class Lease:
             holder if token is not None else None,
         )
 
-    def follow(self, conn: sqlite3.Connection) -> bool:
+    def follow(self, conn: Conn) -> bool:
         """Whether the lease moved to another session with its token (a compaction's
         child: the store writer moves it in the transaction that creates the child), and
         follow it there. Tokens are new per acquisition, so only this lease's own move
@@ -246,7 +246,7 @@ class LeaseKeeper:
         return lost
 
     @staticmethod
-    def _beat(conn: sqlite3.Connection, lease: Lease) -> bool:
+    def _beat(conn: Conn, lease: Lease) -> bool:
         cursor = conn.execute(
             "UPDATE sessions SET lease_heartbeat_at = ? WHERE id = ? AND lease_token = ?",
             (time.time(), lease.session_id, lease.token),

@@ -16,7 +16,7 @@ lineage, for an export that shows what the children did.
 from __future__ import annotations
 
 from mibyan_jupyter.core.messages import Message
-from mibyan_jupyter.store.db import Database
+from mibyan_jupyter.store.conn import StoreDatabase
 from mibyan_jupyter.store.records import load_messages
 from mibyan_jupyter.store.session_queries import SessionInfo, delegated
 
@@ -24,7 +24,7 @@ MAX_DEPTH = 10_000
 """How many compression links are followed at most (a guard against a hand-made cycle)."""
 
 
-def compression_chain(db: Database, session_id: str) -> list[tuple[str, int]]:
+def compression_chain(db: StoreDatabase, session_id: str) -> list[tuple[str, int]]:
     """``(session id, fork_at)`` from the oldest compression ancestor to ``session_id``
     (the root's ``fork_at`` is 0: all its messages count)."""
     chain: list[tuple[str, int]] = []
@@ -44,7 +44,7 @@ def compression_chain(db: Database, session_id: str) -> list[tuple[str, int]]:
     return chain[::-1]
 
 
-def lineage_messages(db: Database, session_id: str) -> list[Message]:
+def lineage_messages(db: StoreDatabase, session_id: str) -> list[Message]:
     """Every message of the conversation ``session_id`` continues, in order: what was
     said before each compaction, then what followed it (the summaries themselves are
     left out, the messages they stand for are there)."""
@@ -55,7 +55,7 @@ def lineage_messages(db: Database, session_id: str) -> list[Message]:
     return history
 
 
-def delegated_children(db: Database, session_id: str) -> list[SessionInfo]:
+def delegated_children(db: StoreDatabase, session_id: str) -> list[SessionInfo]:
     """The child sessions delegated from any session of ``session_id``'s compression
     lineage (a child started before a compaction belongs to the same conversation),
     oldest first."""

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from mibyan_jupyter.store.db import Database
+from mibyan_jupyter.store.conn import StoreDatabase
 
 LIVE_STATUSES = ("running", "awaiting_approval")
 """Statuses that claim an owner is working on the session right now."""
@@ -121,7 +121,7 @@ class LeaseLiveness:
         return self.clock() - owner.heartbeat_at <= self.stale_after
 
 
-def interrupt_dead_owners(db: Database, liveness: Liveness) -> list[str]:
+def interrupt_dead_owners(db: StoreDatabase, liveness: Liveness) -> list[str]:
     """Sessions live (running or awaiting approval) under an owner ``liveness`` calls dead
     become ``interrupted``; returns their ids. ``updated_at`` is kept, so an old crash does
     not become the "last" session. Each update re-checks the owner inside the write lock:

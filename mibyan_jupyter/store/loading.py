@@ -36,7 +36,7 @@ from mibyan_jupyter.core.messages import (
     UserMessage,
 )
 from mibyan_jupyter.core.safe_text import clean_text
-from mibyan_jupyter.store.db import Database
+from mibyan_jupyter.store.conn import StoreDatabase
 
 _TOOL_CALLS: TypeAdapter[tuple[ToolCall, ...]] = TypeAdapter(tuple[ToolCall, ...])
 _STOP_REASONS: tuple[str, ...] = get_args(StopReason)
@@ -56,7 +56,7 @@ def _where(session_id: str, upto: int | None) -> tuple[str, tuple[Any, ...]]:
 
 
 def read_messages(
-    db: Database, session_id: str, *, upto: int | None = None
+    db: StoreDatabase, session_id: str, *, upto: int | None = None
 ) -> tuple[list[Message], Counter[str]]:
     """The session's messages in order (``upto``: sequence numbers < upto) and what had to
     be repaired to read them (kind -> count; empty in the common case)."""
@@ -79,7 +79,7 @@ def read_messages(
 
 
 def _read_row_by_row(
-    db: Database, where: str, params: tuple[Any, ...]
+    db: StoreDatabase, where: str, params: tuple[Any, ...]
 ) -> tuple[list[Message], Counter[str]]:
     rows = db.conn.execute(
         "SELECT CAST(data AS BLOB), CAST(role AS BLOB), CAST(text AS BLOB),"

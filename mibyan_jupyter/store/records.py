@@ -9,7 +9,6 @@ next to a few denormalized columns for queries and the full-text index.
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 import uuid
 from collections.abc import Mapping
@@ -27,7 +26,7 @@ from mibyan_jupyter.core.messages import (
     content_text,
 )
 from mibyan_jupyter.secrets import REDACT, scrub_config
-from mibyan_jupyter.store.db import Database
+from mibyan_jupyter.store.conn import Conn, StoreDatabase
 from mibyan_jupyter.store.liveness import LIVE_STATUSES, Owner
 from mibyan_jupyter.store.loading import read_messages
 
@@ -55,7 +54,7 @@ def message_text(message: Message) -> str:
 
 
 def insert_session(
-    db: Database,
+    db: StoreDatabase,
     *,
     session_id: str | None = None,
     title: str = "",
@@ -91,7 +90,7 @@ def insert_session(
     return session_id
 
 
-def record_settings(db: Database, session_id: str, config: Mapping[str, Any]) -> None:
+def record_settings(db: StoreDatabase, session_id: str, config: Mapping[str, Any]) -> None:
     """Add ``config`` entries to the session's config (scrubbed of credentials first), in
     one transaction: the settings a session was started with, for its resumes."""
     with db.transaction() as conn:
@@ -102,7 +101,7 @@ def record_settings(db: Database, session_id: str, config: Mapping[str, Any]) ->
 
 
 def append_message(
-    db: Database, session_id: str, message: Message, *, seq: int | None = None
+    db: StoreDatabase, session_id: str, message: Message, *, seq: int | None = None
 ) -> int:
     """Append ``message`` as the session's message number ``seq`` (default: the next one),
     in its own transaction; returns the sequence number. A user message also touches the
@@ -112,9 +111,7 @@ def append_message(
         return insert_message(conn, session_id, message, seq=seq)
 
 
-def insert_message(
-    conn: sqlite3.Connection, session_id: str, message: Message, *, seq: int | None = None
-) -> int:
+def insert_message(conn: Conn, session_id: str, message: Message, *, seq: int | None = None) -> int:
     """:func:`append_message` inside a transaction the caller holds, so a caller can write
     a message together with rows that belong to it (the writer's usage row) atomically."""
     tool_calls = None
@@ -167,7 +164,7 @@ def insert_message(
     return seq
 
 
-def index_pending(db: Database) -> int:
+def index_pending(db: StoreDatabase) -> int:
     """Add every message not yet in the full-text index, in one transaction; returns how
     many. Search calls it first, so results always cover every stored message."""
     with db.transaction() as conn:
@@ -183,7 +180,7 @@ def index_pending(db: Database) -> int:
         return int(cursor.rowcount)
 
 
-def load_messages(db: Database, session_id: str, *, upto: int | None = None) -> list[Message]:
+def load_messages(db: StoreDatabase, session_id: str, *, upto: int | None = None) -> list[Message]:
     """The session's messages, typed, in order (``upto``: sequence numbers < upto). A row
     an older version wrote badly is repaired as it is read, never refused (what was
     repaired: :func:`~.loading.read_messages`, which this is)."""
@@ -191,7 +188,7 @@ def load_messages(db: Database, session_id: str, *, upto: int | None = None) -> 
 
 
 def set_status(
-    db: Database, session_id: str, status: str, *, end_reason: str | None = None
+    db: StoreDatabase, session_id: str, status: str, *, end_reason: str | None = None
 ) -> None:
     """Keep the session's status true, in its own transaction (see :func:`update_status`)."""
     with db.transaction() as conn:
@@ -199,7 +196,7 @@ def set_status(
 
 
 def update_status(
-    conn: sqlite3.Connection, session_id: str, status: str, *, end_reason: str | None = None
+    conn: Conn, session_id: str, status: str, *, end_reason: str | None = None
 ) -> None:
     """:func:`set_status` inside a transaction the caller holds. ``running`` (and
     ``awaiting_approval``) also record which process owns the session

@@ -30,7 +30,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from mibyan_jupyter.secrets import REDACT
-from mibyan_jupyter.store.db import Database, StoreError
+from mibyan_jupyter.store.conn import Conn, StoreDatabase
+from mibyan_jupyter.store.db import StoreError
 
 if TYPE_CHECKING:
     from mibyan_jupyter.store.writer import StoreWriter
@@ -47,9 +48,7 @@ _LINEAGE = (
 )
 
 
-def _insert(
-    conn: sqlite3.Connection, session_id: str, row: tuple[str, str, str, str, int, float]
-) -> None:
+def _insert(conn: Conn, session_id: str, row: tuple[str, str, str, str, int, float]) -> None:
     conn.execute(
         "INSERT OR IGNORE INTO tool_results (session_id, result_id, call_id, tool_name,"
         " content, chars, created_at) VALUES (?,?,?,?,?,?,?)",
@@ -64,7 +63,9 @@ class SessionResults:
     ``writer`` (optional) is that session's writer: then the writer's current session is
     used instead, and rows are written on its lane."""
 
-    def __init__(self, db: Database, session_id: str, *, writer: StoreWriter | None = None) -> None:
+    def __init__(
+        self, db: StoreDatabase, session_id: str, *, writer: StoreWriter | None = None
+    ) -> None:
         self.db = db
         self._session_id = session_id
         self.writer = writer
@@ -95,8 +96,8 @@ class SessionResults:
 
     def _op(
         self, session_id: str, row: tuple[str, str, str, str, int, float]
-    ) -> Callable[[sqlite3.Connection], Callable[[], None]]:
-        def run(conn: sqlite3.Connection) -> Callable[[], None]:
+    ) -> Callable[[Conn], Callable[[], None]]:
+        def run(conn: Conn) -> Callable[[], None]:
             _insert(conn, session_id, row)
             return lambda: self._landed(row[0])
 
@@ -146,7 +147,7 @@ class SessionResults:
         return None if row is None else str(row[0])
 
 
-def full_text(db: Database, session_id: str, result_id: str) -> str | None:
+def full_text(db: StoreDatabase, session_id: str, result_id: str) -> str | None:
     """The stored text of ``result_id`` when it belongs to ``session_id``'s lineage."""
     row = db.conn.execute(
         _LINEAGE + " SELECT content FROM tool_results WHERE result_id = ?"

@@ -17,9 +17,10 @@ exists (the sessions API's ``not_found``, never ``forbidden``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
+from typing import TYPE_CHECKING
 
-from mibyan_jupyter.store.audit import current_user, owns_file
+if TYPE_CHECKING:
+    from mibyan_jupyter.store.conn import StoreDatabase
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,9 +33,9 @@ class UserScope:
 
     def clause(self, alias: str = "s") -> tuple[str, tuple[object, ...]]:
         """The SQL condition on the sessions table ``alias`` and its parameters;
-        ``("1", ())`` for every user's sessions."""
+        ``("1=1", ())`` for every user's sessions."""
         if self.user is None:
-            return "1", ()
+            return "1=1", ()
         column = f"{alias}.user_name"
         legacy = f" OR {column} IS NULL" if self.legacy else ""
         return f"({column} = ?{legacy})", (self.user,)
@@ -50,6 +51,7 @@ EVERYONE = UserScope(None)
 """No filter: an admin's or a benchmark's view of the whole file."""
 
 
-def user_scope(db_path: Path) -> UserScope:
-    """The current user's scope in the database at ``db_path``."""
-    return UserScope(current_user(), owns_file(db_path))
+def user_scope(db: StoreDatabase) -> UserScope:
+    """The current user's scope in ``db``: on SQLite the environment's user (and the file's
+    owner sees the sessions from before schema 6), on PostgreSQL the login role."""
+    return UserScope(db.user, db.sees_legacy)

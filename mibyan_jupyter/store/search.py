@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from mibyan_jupyter.store.db import Database
+from mibyan_jupyter.store.conn import StoreDatabase
 from mibyan_jupyter.store.records import index_pending
 from mibyan_jupyter.store.scope import UserScope, user_scope
 from mibyan_jupyter.store.sessions import SessionStore
@@ -88,7 +88,7 @@ def fts_query(text: str) -> str | None:
     return " ".join(terms) or None
 
 
-def catch_up(db: Database) -> None:
+def catch_up(db: StoreDatabase) -> None:
     """Index the messages appended since the last batch (only takes the write lock when
     there are some)."""
     (upto,) = db.conn.execute("SELECT indexed_upto FROM fts_state WHERE id = 1").fetchone()
@@ -98,7 +98,7 @@ def catch_up(db: Database) -> None:
 
 
 def search(
-    store_or_db: SessionStore | Database,
+    store_or_db: SessionStore | StoreDatabase,
     text: str,
     *,
     limit: int = 20,
@@ -113,7 +113,7 @@ def search(
         return []
     db = store_or_db.db if isinstance(store_or_db, SessionStore) else store_or_db
     catch_up(db)
-    mine, whose = (scope or user_scope(db.path)).clause()
+    mine, whose = (scope or user_scope(db)).clause()
     marks = (MARK_START, MARK_END)
     one = " AND m.session_id = ?" if session_id is not None else ""
     # messages_fts is the outer loop and yields its best rows first (FTS5 consumes the
@@ -138,7 +138,7 @@ def search(
     return hits
 
 
-def _free_marks(db: Database, rowid: int) -> tuple[str, str]:
+def _free_marks(db: StoreDatabase, rowid: int) -> tuple[str, str]:
     """Two private-use characters that the message ``rowid`` does not contain."""
     (text,) = db.conn.execute("SELECT text FROM messages WHERE id = ?", (rowid,)).fetchone()
     used = set(text or "")
@@ -146,7 +146,7 @@ def _free_marks(db: Database, rowid: int) -> tuple[str, str]:
     return next(free), next(free)
 
 
-def _snippet(db: Database, query: str, rowid: int, start: str, end: str) -> str:
+def _snippet(db: StoreDatabase, query: str, rowid: int, start: str, end: str) -> str:
     row = db.conn.execute(
         f"SELECT snippet(messages_fts, 0, ?, ?, '{ELLIPSIS}', {SNIPPET_TOKENS})"
         " FROM messages_fts WHERE messages_fts MATCH ? AND rowid = ?",

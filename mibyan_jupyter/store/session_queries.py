@@ -16,7 +16,8 @@ from typing import Any, Literal, get_args
 
 from mibyan_jupyter.core.config import ToolExecutionMode
 from mibyan_jupyter.core.stream import ThinkingLevel
-from mibyan_jupyter.store.db import Database, StoreError
+from mibyan_jupyter.store.conn import StoreDatabase
+from mibyan_jupyter.store.db import StoreError
 from mibyan_jupyter.store.scope import EVERYONE, UserScope
 
 MIN_PREFIX = 6
@@ -170,7 +171,7 @@ def _timestamp(value: float | datetime | None) -> float | None:
     return value.timestamp() if isinstance(value, datetime) else value
 
 
-def by_id(db: Database, session_id: str) -> SessionInfo:
+def by_id(db: StoreDatabase, session_id: str) -> SessionInfo:
     """The session with exactly this id."""
     row = db.conn.execute(_SELECT + " WHERE s.id = ?", (session_id,)).fetchone()
     if row is None:
@@ -178,7 +179,7 @@ def by_id(db: Database, session_id: str) -> SessionInfo:
     return _info(row)
 
 
-def find(db: Database, id_or_prefix: str, *, scope: UserScope = EVERYONE) -> SessionInfo:
+def find(db: StoreDatabase, id_or_prefix: str, *, scope: UserScope = EVERYONE) -> SessionInfo:
     """The session with this id, or the only one whose id starts with it (6+ chars),
     among the sessions of ``scope`` (another user's is not found: store/scope.py)."""
     mine, whose = scope.clause()
@@ -208,7 +209,7 @@ def find(db: Database, id_or_prefix: str, *, scope: UserScope = EVERYONE) -> Ses
     return by_id(db, rows[0][0])
 
 
-def select(db: Database, where: SessionFilter) -> list[SessionInfo]:
+def select(db: StoreDatabase, where: SessionFilter) -> list[SessionInfo]:
     """The sessions ``where`` keeps, in its order."""
     if where.sort not in SORT_COLUMNS:
         raise ValueError(f"sort must be one of {sorted(SORT_COLUMNS)}, not {where.sort!r}")
@@ -244,7 +245,7 @@ def select(db: Database, where: SessionFilter) -> list[SessionInfo]:
     return [_info(row) for row in db.conn.execute(query, params)]
 
 
-def children(db: Database, session_id: str) -> list[SessionInfo]:
+def children(db: StoreDatabase, session_id: str) -> list[SessionInfo]:
     """Sessions forked, compressed or delegated from this one, oldest first."""
     rows = db.conn.execute(
         _SELECT + " WHERE s.parent_id = ? ORDER BY s.created_at, s.rowid", (session_id,)
@@ -252,7 +253,7 @@ def children(db: Database, session_id: str) -> list[SessionInfo]:
     return [_info(row) for row in rows]
 
 
-def delegated(db: Database, session_id: str) -> list[SessionInfo]:
+def delegated(db: StoreDatabase, session_id: str) -> list[SessionInfo]:
     """The child sessions the agent of ``session_id`` delegated to, oldest first."""
     rows = db.conn.execute(
         _SELECT + " WHERE s.parent_id = ? AND s.link_kind = ? ORDER BY s.created_at, s.rowid",
@@ -261,7 +262,7 @@ def delegated(db: Database, session_id: str) -> list[SessionInfo]:
     return [_info(row) for row in rows]
 
 
-def newest_descendant(db: Database, session_id: str) -> SessionInfo:
+def newest_descendant(db: StoreDatabase, session_id: str) -> SessionInfo:
     """Follow ``compression`` children (the newest at each step) to the session that
     continues this conversation; the session itself when it was never compressed."""
     current = session_id
@@ -278,7 +279,7 @@ def newest_descendant(db: Database, session_id: str) -> SessionInfo:
         seen.add(current)
 
 
-def last_answer_model(db: Database, session_id: str) -> str | None:
+def last_answer_model(db: StoreDatabase, session_id: str) -> str | None:
     """The model that wrote the session's last reply, as the provider named it (after a
     failover: the fallback that answered, while the session keeps its primary model)."""
     row = db.conn.execute(
@@ -289,7 +290,7 @@ def last_answer_model(db: Database, session_id: str) -> str | None:
     return str(row[0]) if row is not None else None
 
 
-def count_sessions(db: Database, *, scope: UserScope = EVERYONE) -> int:
+def count_sessions(db: StoreDatabase, *, scope: UserScope = EVERYONE) -> int:
     """How many sessions of ``scope`` the store holds (a listing's ``total``)."""
     mine, whose = scope.clause()
     row = db.conn.execute(f"SELECT count(*) FROM sessions s WHERE {mine}", whose).fetchone()
@@ -297,7 +298,7 @@ def count_sessions(db: Database, *, scope: UserScope = EVERYONE) -> int:
 
 
 def page(
-    db: Database, *, limit: int, offset: int = 0, scope: UserScope = EVERYONE
+    db: StoreDatabase, *, limit: int, offset: int = 0, scope: UserScope = EVERYONE
 ) -> list[SessionInfo]:
     """One page of the sessions of ``scope``, newest first by ``updated_at`` (the sessions
     API's listing). The page's rows are chosen first, from the indexes alone, so the
@@ -313,7 +314,7 @@ def page(
     return [_info(row) for row in rows]
 
 
-def root_ids(db: Database, session_ids: Sequence[str]) -> dict[str, str]:
+def root_ids(db: StoreDatabase, session_ids: Sequence[str]) -> dict[str, str]:
     """The root of each session's lineage (forks, compactions and children followed up
     through ``parent_id``): the session itself when it has no parent. A hand-made cycle
     stops at :data:`ROOT_DEPTH` links and names the session itself."""

@@ -35,7 +35,9 @@ from mibyan_jupyter.core.safe_text import clean_text
 from mibyan_jupyter.secrets import REDACT, scrub_config
 from mibyan_jupyter.store import session_queries as queries
 from mibyan_jupyter.store.approval_rules import ApprovalRules
-from mibyan_jupyter.store.db import Database, StoreError
+from mibyan_jupyter.store.backend import open_database
+from mibyan_jupyter.store.conn import StoreDatabase
+from mibyan_jupyter.store.db import StoreError
 from mibyan_jupyter.store.liveness import LeaseLiveness, Liveness, interrupt_dead_owners
 from mibyan_jupyter.store.records import insert_session, new_id
 from mibyan_jupyter.store.scope import UserScope, user_scope
@@ -68,15 +70,22 @@ _TOOL_CALL_COLUMNS = (
 
 
 class SessionStore:
-    """The sessions of one database. Pass a path (default: :func:`default_path`) or an
-    open :class:`Database` (which the store then does not close), and optionally the
-    :class:`~.liveness.Liveness` that decides whether a session's owner is alive."""
+    """The sessions of one database. Pass a SQLite file's path, a ``postgresql://`` URL of
+    the team store (store/backend.py; default: ``MIBYAN_DB_URL``, else
+    :func:`default_path`) or an open database (which the store then does not close), and
+    optionally the :class:`~.liveness.Liveness` that decides whether a session's owner is
+    alive."""
 
     def __init__(
-        self, path: str | Path | Database | None = None, *, liveness: Liveness | None = None
+        self,
+        path: str | Path | StoreDatabase | None = None,
+        *,
+        liveness: Liveness | None = None,
     ) -> None:
-        self._owns = not isinstance(path, Database)
-        self.db = path if isinstance(path, Database) else Database(path)
+        self._owns = path is None or isinstance(path, (str, Path))
+        self.db: StoreDatabase = (
+            open_database(path) if path is None or isinstance(path, (str, Path)) else path
+        )
         self.liveness: Liveness = liveness if liveness is not None else LeaseLiveness()
         self.approval_rules = ApprovalRules(self.db)
 
@@ -118,7 +127,7 @@ class SessionStore:
         never confirms that it exists; an instructor's review passes ``EVERYONE`` after the
         roster said yes (docs/architecture.md, "Admin policy")."""
         self.mark_interrupted_if_dead()
-        return queries.find(self.db, id_or_prefix, scope=scope or user_scope(self.db.path))
+        return queries.find(self.db, id_or_prefix, scope=scope or user_scope(self.db))
 
     def resolve(self, target: str = "last", *, notebook: str | None = None) -> SessionInfo | None:
         """The session that continues ``target`` (``"last"``: the most recent session, of
@@ -131,7 +140,7 @@ class SessionStore:
             if not found:
                 return None
             target = found[0].id
-        info = queries.find(self.db, target, scope=user_scope(self.db.path))
+        info = queries.find(self.db, target, scope=user_scope(self.db))
         return queries.newest_descendant(self.db, info.id)
 
     def last(self, notebook_path: str | None = None) -> SessionInfo | None:
@@ -166,7 +175,7 @@ class SessionStore:
     def _mine(self, where: SessionFilter) -> SessionFilter:
         """``where`` kept to the current user's sessions (store/audit.py: best effort on
         SQLite, the environment names the user; docs/architecture.md, "Admin policy")."""
-        scope = user_scope(self.db.path)
+        scope = user_scope(self.db)
         return replace(where, user=scope.user, legacy=scope.legacy)
 
     # -- changing sessions ------------------------------------------------------------

@@ -9,13 +9,12 @@ reported them, the same numbers the budget gate settles with).
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from mibyan_jupyter.store.db import Database
+from mibyan_jupyter.store.conn import Conn, StoreDatabase
 
 DAY_S = 86_400.0
 
@@ -44,7 +43,7 @@ class Spent:
     tokens: int
 
 
-def spent_since(conn: sqlite3.Connection, user: str, since: float) -> Spent:
+def spent_since(conn: Conn, user: str, since: float) -> Spent:
     """The cost and tokens (input + output) ``user``'s sessions were billed since ``since``."""
     row = conn.execute(
         "SELECT coalesce(sum(u.cost), 0), coalesce(sum(u.input_tokens + u.output_tokens), 0)"
@@ -72,7 +71,7 @@ class ReviewRow:
 
 
 def review_rows(
-    db: Database,
+    db: StoreDatabase,
     users: Sequence[str],
     *,
     since: float | None = None,
@@ -102,7 +101,7 @@ def review_rows(
     return [ReviewRow(*row) for row in db.conn.execute(query, [*params, limit])]
 
 
-def purge_older_than(db: Database, days: int, *, now: float | None = None) -> tuple[int, int]:
+def purge_older_than(db: StoreDatabase, days: int, *, now: float | None = None) -> tuple[int, int]:
     """Delete sessions not updated for ``days`` days (their messages, tool calls, results
     and usage go with them by ``ON DELETE CASCADE``) and audit rows older than that, in one
     transaction; returns (sessions, audit rows) deleted."""

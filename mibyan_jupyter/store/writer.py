@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sqlite3
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import assert_never
@@ -70,7 +69,8 @@ from mibyan_jupyter.core.notices import (
     RetryNotice,
 )
 from mibyan_jupyter.store import writer_ops as ops
-from mibyan_jupyter.store.db import Database, StoreError
+from mibyan_jupyter.store.conn import Conn, StoreDatabase
+from mibyan_jupyter.store.db import StoreError
 from mibyan_jupyter.store.lane import RETRY_S, Op, Reports, WriteLane
 from mibyan_jupyter.store.records import index_pending, new_id
 from mibyan_jupyter.store.writer_calls import CallLedger, session_row, together
@@ -82,7 +82,7 @@ PATIENCE_S = 0.5
 """How long a run waits for one write before it goes on and the write is kept for later."""
 SwitchListener = Callable[[str, str], None]
 """Told ``(old_session_id, new_session_id)`` when a compaction moved the writer."""
-Fence = Callable[[sqlite3.Connection], None]
+Fence = Callable[[Conn], None]
 """Runs first in every write transaction; raises to refuse it (see :meth:`.lease.Lease.fence`)."""
 
 
@@ -100,7 +100,7 @@ class StoreWriter:
 
     def __init__(
         self,
-        db: Database,
+        db: StoreDatabase,
         session_id: str,
         *,
         model: str | None = None,
@@ -205,7 +205,7 @@ class StoreWriter:
             )
 
     def _guarded(self, op: Op) -> Op:
-        def run(conn: sqlite3.Connection) -> Callable[[], None] | None:
+        def run(conn: Conn) -> Callable[[], None] | None:
             if self.fence is not None:
                 self.fence(conn)
             return op(conn)

@@ -17,7 +17,8 @@ import time
 from mibyan_jupyter.core.messages import AssistantMessage, Usage
 from mibyan_jupyter.core.notices import FallbackNotice, RetryNotice
 from mibyan_jupyter.store import writer_ops as ops
-from mibyan_jupyter.store.db import Database, StoreError
+from mibyan_jupyter.store.conn import Conn, StoreDatabase
+from mibyan_jupyter.store.db import StoreError
 from mibyan_jupyter.store.lane import After, Op
 from mibyan_jupyter.store.writer_ops import ModelCall, Written, provider_label
 
@@ -97,7 +98,7 @@ def together(first: Op | None, second: Op | None) -> Op | None:
     if first is None or second is None:
         return first or second
 
-    def run(conn: sqlite3.Connection) -> After | None:
+    def run(conn: Conn) -> After | None:
         afters = [after for after in (first(conn), second(conn)) if after is not None]
 
         def committed() -> None:
@@ -109,7 +110,7 @@ def together(first: Op | None, second: Op | None) -> Op | None:
     return run
 
 
-def session_row(db: Database, session_id: str) -> tuple[str | None, int]:
+def session_row(db: StoreDatabase, session_id: str) -> tuple[str | None, int]:
     """The session's model and its number of stored messages; raises :class:`StoreError`
     when it cannot be read or does not exist (a programming error: found when the writer
     is made, not as a foreign-key failure mid-run)."""

@@ -10,7 +10,6 @@ when things happened.
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -20,6 +19,7 @@ from mibyan_jupyter.core.messages import AssistantMessage, Message, Usage, conte
 from mibyan_jupyter.core.tools import CANCELLED
 from mibyan_jupyter.secrets import REDACT
 from mibyan_jupyter.store import audit
+from mibyan_jupyter.store.conn import Conn
 from mibyan_jupyter.store.lane import Op
 from mibyan_jupyter.store.records import insert_message, update_status
 
@@ -53,7 +53,7 @@ Written = Callable[[int], None]
 
 
 def message(session_id: str, msg: Message, written: Written) -> Op:
-    def run(conn: sqlite3.Connection) -> Callable[[], None]:
+    def run(conn: Conn) -> Callable[[], None]:
         seq = insert_message(conn, session_id, msg)
         return lambda: written(seq)
 
@@ -61,7 +61,7 @@ def message(session_id: str, msg: Message, written: Written) -> Op:
 
 
 def _ledger_row(
-    conn: sqlite3.Connection,
+    conn: Conn,
     session_id: str,
     seq: int | None,
     usage: Usage,
@@ -115,7 +115,7 @@ def assistant(
     message that is not there, and one commit serves both."""
     now = time.time()
 
-    def run(conn: sqlite3.Connection) -> Callable[[], None]:
+    def run(conn: Conn) -> Callable[[], None]:
         seq = insert_message(conn, session_id, msg)
         _ledger_row(
             conn,
@@ -149,7 +149,7 @@ def attempt(
     failed-over call, as its notice reports): ``message_seq`` is NULL."""
     now = time.time()
 
-    def run(conn: sqlite3.Connection) -> None:
+    def run(conn: Conn) -> None:
         _ledger_row(
             conn,
             session_id,
@@ -179,7 +179,7 @@ def tool_started(session_id: str, event: ToolExecutionStart, arguments: str | No
     text = REDACT(arguments)  # a model may echo a key into a command line
     row = (session_id, event.call_id, event.name, text, time.time())
 
-    def run(conn: sqlite3.Connection) -> None:
+    def run(conn: Conn) -> None:
         conn.execute(
             "INSERT INTO tool_calls (session_id, call_id, name, arguments, status, started_at)"
             " VALUES (?,?,?,?,'running',?)"
@@ -198,7 +198,7 @@ def approval_requested(session_id: str, call_id: str) -> Op:
     crash there is no doubt about what was pending."""
     now = time.time()
 
-    def run(conn: sqlite3.Connection) -> None:
+    def run(conn: Conn) -> None:
         conn.execute(
             "UPDATE tool_calls SET status = 'awaiting_approval', requested_at = ?"
             " WHERE session_id = ? AND call_id = ?",
@@ -237,7 +237,7 @@ def approval_resolved(session_id: str, event: ApprovalResolved, *, last_pending:
         event.call_id,
     )
 
-    def run(conn: sqlite3.Connection) -> None:
+    def run(conn: Conn) -> None:
         conn.execute(
             "UPDATE tool_calls SET decision = ?, scope = ?, decided_by = ?,"
             " reason = ?, decided_at = ?, status = ? WHERE session_id = ? AND call_id = ?",
@@ -257,7 +257,7 @@ def tool_ended(session_id: str, event: ToolExecutionEnd) -> Op:
         status = "error" if event.is_error else "done"
     row = (status, time.time(), session_id, event.call_id)
 
-    def run(conn: sqlite3.Connection) -> None:
+    def run(conn: Conn) -> None:
         conn.execute(
             "UPDATE tool_calls SET status = ?, finished_at = ? WHERE session_id = ? AND call_id = ?",
             row,
@@ -267,7 +267,7 @@ def tool_ended(session_id: str, event: ToolExecutionEnd) -> Op:
 
 
 def status(session_id: str, value: str, *, end_reason: str | None = None) -> Op:
-    def run(conn: sqlite3.Connection) -> None:
+    def run(conn: Conn) -> None:
         update_status(conn, session_id, value, end_reason=end_reason)
 
     return run
@@ -285,7 +285,7 @@ def compaction(
     Nothing is half done: a crash leaves the parent as it was, or the child whole."""
     kept = tuple(messages)
 
-    def run(conn: sqlite3.Connection) -> Callable[[], None]:
+    def run(conn: Conn) -> Callable[[], None]:
         now = time.time()
         conn.execute(
             "INSERT INTO sessions (id, parent_id, link_kind, fork_at, title, model, api_mode,"

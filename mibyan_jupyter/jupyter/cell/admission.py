@@ -17,7 +17,6 @@ are the database's row-level security and the spending proxy.
 from __future__ import annotations
 
 import logging
-import sqlite3
 import sys
 import threading
 import weakref
@@ -30,6 +29,7 @@ from mibyan_jupyter.jupyter.cell.options import AgentUsageError
 from mibyan_jupyter.policy.files import LoadedPolicy, load_policy
 from mibyan_jupyter.policy.model import AdminPolicy
 from mibyan_jupyter.store import audit
+from mibyan_jupyter.store.conn import Conn
 from mibyan_jupyter.store.usage import day_start, reset_text, spent_since
 
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ AUDIT_WAIT_S = 1.0
 locked database never holds the kernel's event loop longer (docs/architecture.md, "Store")."""
 
 
-def _off_loop(step: Callable[[sqlite3.Connection], None], what: str) -> None:
+def _off_loop(step: Callable[[Conn], None], what: str) -> None:
     """Run ``step`` in its own transaction on a worker thread; best effort (logged)."""
     from mibyan_jupyter.jupyter.state import kernel_state
     from mibyan_jupyter.store.db import StoreError
@@ -76,7 +76,7 @@ def _write(kind: audit.AuditKind, detail: dict[str, Any], session_id: str | None
 def note_policy_change(loaded: LoadedPolicy) -> None:
     """An audit row when the policy files differ from those last recorded here."""
 
-    def step(conn: sqlite3.Connection) -> None:
+    def step(conn: Conn) -> None:
         last = audit.last_policy_digest(conn)
         if (last or "") != loaded.digest and not (last is None and loaded.policy is None):
             detail = {"digest": loaded.digest, "sources": list(loaded.sources)}

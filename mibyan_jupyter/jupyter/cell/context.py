@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from mibyan_jupyter.jupyter.cell.cell_plan import CellPlan
     from mibyan_jupyter.jupyter.view import AgentView
     from mibyan_jupyter.memory import Memory
-    from mibyan_jupyter.store.db import Database
+    from mibyan_jupyter.store.conn import StoreDatabase
     from mibyan_jupyter.store.writer import StoreWriter
 
 NOTE_VARIABLES = 30
@@ -249,7 +249,7 @@ def _uncancel() -> None:
             current.uncancel()
 
 
-def session_results(db: Database, session_id: str, writer: StoreWriter) -> ResultStore:
+def session_results(db: StoreDatabase, session_id: str, writer: StoreWriter) -> ResultStore:
     """The session's spilled-results store: kept in the session database through the
     writer's lane (never a write on the event loop), following the writer to a compaction's
     child session (docs/architecture.md, "Store")."""

@@ -37,7 +37,7 @@ from mibyan_jupyter.jupyter.view.children import SEPARATOR, ChildCard
 if TYPE_CHECKING:
     from mibyan_jupyter.core.delegation import ChildRun
     from mibyan_jupyter.jupyter.cell.tool_setting import ToolSetting
-    from mibyan_jupyter.store.db import Database
+    from mibyan_jupyter.store.conn import StoreDatabase
     from mibyan_jupyter.store.lease import LeaseKeeper
     from mibyan_jupyter.store.writer import StoreWriter
 
@@ -160,7 +160,7 @@ class ChildSession:
 
     def __init__(
         self,
-        db: Database,
+        db: StoreDatabase,
         leases: LeaseKeeper,
         *,
         parent_id: str,

@@ -27,15 +27,19 @@ import contextlib
 import logging
 import os
 import re
+import threading
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+from mibyan_jupyter.store.dialect import POSTGRES, Dialect
 from mibyan_jupyter.store.files import StoreError
 from mibyan_jupyter.store.pg.schema import ADMIN_ROLE, APP_ROLE, LATEST, OWNER_ROLE, SCHEMA
 
 if TYPE_CHECKING:
     import psycopg
     from psycopg_pool import ConnectionPool
+
+    from mibyan_jupyter.store.pg.conn import PgConn, Rows
 
 ENV_URL = "MIBYAN_DB_URL"
 POOL_MIN = 1
@@ -174,16 +178,30 @@ if not any(isinstance(f, _ScrubFilter) for f in _POOL_LOGGER.filters):
 
 
 def _configure(conn: psycopg.Connection[Any]) -> None:
+    from mibyan_jupyter.store.pg.conn import register_plain_numbers
+
     conn.execute(f"SET search_path = {SCHEMA}, pg_catalog")
+    register_plain_numbers(conn)
 
 
 class PgDatabase:
     """A kernel's connection pool to the team store, checked at open (see the module
-    docstring). Connections are in autocommit mode; :meth:`transaction` is the one way to
-    write, one transaction per finished message."""
+    docstring); the same face as the SQLite :class:`~..db.Database` (store/conn.py).
+    Connections are in autocommit mode; :meth:`transaction` is the one way to write, one
+    transaction per finished message."""
+
+    dialect: Dialect = POSTGRES
+    sees_legacy = False
+    """Every row has a user on PostgreSQL (``DEFAULT current_user``)."""
 
     def __init__(self, url: str, *, timeout: float = 10.0) -> None:
         self.params = parse_url(url)
+        self.url = url
+        self.path = f"the team store ({describe(self.params)})"
+        """For messages, like the SQLite file's path (never a secret)."""
+        self._local = threading.local()
+        self.user = ""
+        """The login role: whose rows these are (the database's word, not the environment's)."""
         self.pool = self._open(url, timeout)
 
     def _open(self, url: str, timeout: float) -> ConnectionPool[Any]:
@@ -194,6 +212,8 @@ class PgDatabase:
         try:
             with psycopg.connect(url, autocommit=True, connect_timeout=round(timeout)) as first:
                 check_role(first)
+                row = first.execute("SELECT current_user").fetchone()
+                self.user = str(row[0]) if row else ""
         except StoreError as refused:
             failure = refused
         except psycopg.Error as error:
@@ -220,11 +240,42 @@ class PgDatabase:
         return pool
 
     @contextlib.contextmanager
-    def transaction(self) -> Iterator[psycopg.Connection[Any]]:
+    def transaction(self) -> Iterator[PgConn]:
         """One transaction on a pooled connection: committed when the block ends, rolled
-        back when it raises."""
-        with self.pool.connection() as conn, conn.transaction():
-            yield conn
+        back when it raises; a failure of PostgreSQL's is one :class:`StoreError` line
+        (store/pg/conn.py). Inside it, :attr:`conn` on this thread is this transaction
+        (as on SQLite, where the one connection is), and a nested call is a savepoint."""
+        from mibyan_jupyter.store.pg.conn import PgConn, pg_failure
+
+        held: PgConn | None = getattr(self._local, "conn", None)
+        if held is not None:
+            with held.raw.transaction():
+                yield held
+            return
+        failure: StoreError | None = None
+        try:
+            with self.pool.connection() as raw, raw.transaction():
+                conn = PgConn(raw, self.path)
+                self._local.conn = conn
+                try:
+                    yield conn
+                finally:
+                    self._local.conn = None
+        except StoreError:
+            raise
+        except Exception as error:
+            if not _is_database_error(error):
+                raise
+            failure = pg_failure(self.path, error)
+        if failure is not None:
+            raise failure
+
+    @property
+    def conn(self) -> PgConn | _Reader:
+        """The transaction this thread holds, else a reader that borrows a connection
+        from the pool for each statement."""
+        held: PgConn | None = getattr(self._local, "conn", None)
+        return held if held is not None else _Reader(self)
 
     def close(self) -> None:
         self.pool.close()
@@ -234,3 +285,34 @@ class PgDatabase:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _is_database_error(error: BaseException) -> bool:
+    import psycopg
+    from psycopg_pool import PoolClosed, PoolTimeout
+
+    return isinstance(error, (psycopg.Error, PoolClosed, PoolTimeout))
+
+
+class _Reader:
+    """Statements outside any transaction, each on a connection borrowed for it."""
+
+    def __init__(self, db: PgDatabase) -> None:
+        self._db = db
+
+    def execute(self, sql: str, parameters: Any = (), /) -> Rows:
+        from mibyan_jupyter.store.pg.conn import pg_failure, run
+
+        failure: StoreError | None = None
+        try:
+            with self._db.pool.connection() as raw:
+                return run(raw, sql, parameters)
+        except Exception as error:
+            if not _is_database_error(error):
+                raise
+            failure = pg_failure(self._db.path, error)
+        raise failure
+
+    def executemany(self, sql: str, parameters: Any, /) -> Rows:
+        with self._db.transaction() as conn:
+            return conn.executemany(sql, parameters)
