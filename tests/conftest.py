@@ -19,6 +19,8 @@ import pytest
 
 from mibyan_jupyter.testing import FakeProviderServer, NetworkGuard
 
+pytest_plugins = ["pg_server"]  # the throwaway PostgreSQL's fixtures (tests/pg_server.py)
+
 # Saved approval rules are signed with a per-user key file (store/approval_rules.py): the
 # tests, and the kernels and servers they start, use one of their own, never the user's.
 os.environ.setdefault(

@@ -144,7 +144,7 @@ class KernelState:
         if self._leases is None:
             from mibyan_jupyter.store.lease import LeaseKeeper
 
-            self._leases = LeaseKeeper(self.store().db.path)
+            self._leases = LeaseKeeper(self.store().db)
         return self._leases
 
     def close(self) -> None:

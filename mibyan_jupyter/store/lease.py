@@ -151,18 +151,28 @@ class Lease:
 
 
 class LeaseKeeper:
-    """The leases of one kernel, and the heartbeat thread that keeps them alive. Its own
-    connection to the database at ``path``; safe to call from any thread."""
+    """The leases of one kernel, and the heartbeat thread that keeps them alive; safe to
+    call from any thread. ``path`` is the database: a SQLite file gets a connection of the
+    keeper's own (the heartbeat never waits on the writer's lock); an open team store
+    (PostgreSQL) is shared, since its pool already gives each thread a connection and 20
+    kernels must fit ``max_connections`` (store/pg/connect.py); the keeper never closes it."""
 
     def __init__(
         self,
-        path: str | Path,
+        path: str | Path | StoreDatabase,
         *,
         interval: float = HEARTBEAT_S,
         liveness: Liveness | None = None,
         owner: Owner | None = None,
     ) -> None:
-        self.db = Database(path)
+        self._owns_db = isinstance(path, (str, Path)) or not path.dialect.is_postgres
+        self.db: StoreDatabase
+        if isinstance(path, (str, Path)):
+            self.db = Database(path)
+        elif path.dialect.is_postgres:
+            self.db = path
+        else:
+            self.db = Database(path.path)
         self.interval = interval
         self.liveness: Liveness = liveness if liveness is not None else LeaseLiveness()
         self.owner = owner if owner is not None else Owner.this_process()
@@ -283,4 +293,5 @@ class LeaseKeeper:
                 self.release(session_id)
             except Exception as error:
                 _log.debug("could not release the lease of %s: %s", session_id, error)
-        self.db.close()
+        if self._owns_db:
+            self.db.close()

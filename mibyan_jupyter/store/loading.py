@@ -61,11 +61,7 @@ def read_messages(
     """The session's messages in order (``upto``: sequence numbers < upto) and what had to
     be repaired to read them (kind -> count; empty in the common case)."""
     where, params = _where(session_id, upto)
-    blob, count = db.conn.execute(
-        "SELECT CAST('[' || group_concat(data, ',') || ']' AS BLOB), count(*) FROM"
-        f" (SELECT data FROM messages WHERE {where} ORDER BY seq)",
-        params,
-    ).fetchone()
+    blob, count = db.conn.execute(db.dialect.load_all.format(where=where), params).fetchone()
     if not count:
         return [], Counter()
     try:
@@ -81,11 +77,10 @@ def read_messages(
 def _read_row_by_row(
     db: StoreDatabase, where: str, params: tuple[Any, ...]
 ) -> tuple[list[Message], Counter[str]]:
+    columns = ("data", "role", "text", "tool_calls", "tool_call_id", "tool_name", "stop_reason")
+    as_bytes = ", ".join(db.dialect.as_bytes.format(column) for column in columns)
     rows = db.conn.execute(
-        "SELECT CAST(data AS BLOB), CAST(role AS BLOB), CAST(text AS BLOB),"
-        " CAST(tool_calls AS BLOB), CAST(tool_call_id AS BLOB), CAST(tool_name AS BLOB),"
-        f" CAST(stop_reason AS BLOB), created_at FROM messages WHERE {where} ORDER BY seq",
-        params,
+        f"SELECT {as_bytes}, created_at FROM messages WHERE {where} ORDER BY seq", params
     ).fetchall()
     repairs: Counter[str] = Counter()
     messages: list[Message] = []

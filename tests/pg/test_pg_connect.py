@@ -9,8 +9,8 @@ from __future__ import annotations
 import traceback
 from pathlib import Path
 
-import psycopg
 import pytest
+from pg_server import PgTestDb, PgUser
 
 from mibyan_jupyter.store.files import StoreError
 from mibyan_jupyter.store.pg.connect import (
@@ -20,8 +20,6 @@ from mibyan_jupyter.store.pg.connect import (
     parse_url,
     scrub,
 )
-
-from .conftest import PgTestDb, PgUser
 
 
 def _open_as(db: PgTestDb, user: PgUser, monkeypatch: pytest.MonkeyPatch) -> PgDatabase:

@@ -13,9 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from pg_server import PgTestDb, PgUser
 from psycopg import errors
-
-from .conftest import PgTestDb, PgUser
 
 CHILD_TABLES = ("messages", "tool_calls", "usage_ledger", "tool_results")
 SETTERS = {

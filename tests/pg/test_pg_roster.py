@@ -11,11 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pg_server import PgTestDb
 from policy_support import write_policy
 
 from mibyan_jupyter import admin
-
-from .conftest import PgTestDb
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="a trusted policy file is root's")
 

@@ -12,12 +12,11 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from pg_server import PgTestDb
 
 from mibyan_jupyter import admin
 from mibyan_jupyter.store.db import Database, migrations
 from mibyan_jupyter.store.pg.schema import LATEST, OWNER_ROLE, migrate, pg_migrations, tables
-
-from .conftest import PgTestDb
 
 ROOT = Path(__file__).parents[2]
 SQLITE_ONLY = {"messages_fts", "fts_state", "sqlite_sequence"}

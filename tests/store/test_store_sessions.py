@@ -31,12 +31,14 @@ from mibyan_jupyter.secrets import is_secret_name, scrub_config
 from mibyan_jupyter.store.db import Database, StoreError
 from mibyan_jupyter.store.records import append_message, insert_session, load_messages, set_status
 from mibyan_jupyter.store.search import search
+from conftest import Backend
+
 from mibyan_jupyter.store.sessions import AmbiguousSessionError, SessionNotFoundError, SessionStore
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[SessionStore]:
-    with SessionStore(tmp_path / "sessions.sqlite3") as opened:
+def store(backend: Backend) -> Iterator[SessionStore]:
+    with backend.store() as opened:
         yield opened
 
 
