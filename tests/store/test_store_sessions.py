@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from store_backend import Backend
 
 from mibyan_jupyter.core import (
     ApprovalPolicy,
@@ -31,8 +32,6 @@ from mibyan_jupyter.secrets import is_secret_name, scrub_config
 from mibyan_jupyter.store.db import Database, StoreError
 from mibyan_jupyter.store.records import append_message, insert_session, load_messages, set_status
 from mibyan_jupyter.store.search import search
-from conftest import Backend
-
 from mibyan_jupyter.store.sessions import AmbiguousSessionError, SessionNotFoundError, SessionStore
 
 
