@@ -9,7 +9,7 @@ create roles and is a member of ``mibyan_owner`` and ``mibyan_admin``):
     mibyan-admin pg add-user NAME [--course C --role student|instructor] [--password-stdin]
     mibyan-admin pg check [--db URL]
     mibyan-admin pg sync-roster [--db URL] [--dry-run]   (the roster from the admin policy)
-    mibyan-admin purge --older-than DAYS [--db PATH] [--dry-run]   (retention: policy/admin_cli.py)
+    mibyan-admin purge --older-than DAYS [--db PATH|URL] [--dry-run]   (retention: policy/admin_cli.py)
 
 ``--db`` defaults to ``MIBYAN_DB_URL``. The URL never holds a password (the same rule as the
 kernel's: PGPASSWORD, ~/.pgpass or PGSERVICE); a new user's password is read from stdin,
@@ -148,7 +148,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         if args.command == "purge":
-            print(run_purge(args))
+            print(run_purge(args, connect=_connect))  # the team store: the admin's own role
             return 0
         return _run(args)
     except (StoreError, ValueError) as error:

@@ -62,6 +62,10 @@ class SessionMeta:
     cost: float | None = None
     """Total cost in US dollars; ``None`` when unknown (never 0 for unknown)."""
     notebook_path: str | None = None
+    reviewable: str | None = None
+    """The admin policy's line that the student's instructors can review the session, as
+    the live view's header said it (recorded in the session's config when it was told):
+    an export of a reviewable session says so too (docs/architecture.md, "Admin policy")."""
 
 
 Speaker: TypeAlias = Literal["system", "user", "assistant", "tool"]
@@ -185,7 +189,10 @@ def header(session: SessionMeta) -> tuple[str, str]:
         facts.append(f"in {code_span(PurePath(session.notebook_path).name)}")
     cost = "cost unknown" if session.cost is None else f"cost \\${session.cost:.4f}"
     tokens = f"{usage.input:,} input and {usage.output:,} output tokens ({total:,} total)"
-    return (title[0] if title else "Agent session"), f"{' · '.join(facts)}  \n{tokens} · {cost}"
+    said = f"{' · '.join(facts)}  \n{tokens} · {cost}"
+    if session.reviewable:
+        said += f"  \n*{session.reviewable[0].upper()}{session.reviewable[1:]}*"
+    return (title[0] if title else "Agent session"), said
 
 
 def usage_dict(usage: Usage) -> dict[str, int]:

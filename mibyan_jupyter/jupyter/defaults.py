@@ -107,7 +107,7 @@ HELP: dict[str, str] = {
     "tool_mode": "Tool execution.",
     "headless_wait": "Seconds to wait for a front end before the policy decides approvals.",
     "db_path": "Session database (empty: $MIBYAN_DB or the Jupyter data dir).",
-    "db_url": "PostgreSQL team store URL, no password (empty: $MIBYAN_DB_URL); not yet used.",
+    "db_url": "PostgreSQL team store URL, no password (empty: $MIBYAN_DB_URL); wins over db_path.",
     "compact": "Context compaction: auto | ask (the view asks first) | off.",
     "context_window": "Context window in tokens for every model (0: the bundled table).",
     "variables": "Send a short summary of the user's variables with each request.",

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -118,25 +117,22 @@ class KernelState:
             # the writer's log records must not reach the cell as a second, raw line
             # (with no handler configured, logging would print them to stderr).
             logging.getLogger("mibyan_jupyter.store.writer").addHandler(_QUIET)
-            self._store = SessionStore(self.db_path or None)
+            self._store = SessionStore(self.store_target())
             self._store.approval_rules.write_check = self.rule_write_check
-            self._say_team_store_not_used()
         return self._store
 
-    def _say_team_store_not_used(self) -> None:
-        """A PostgreSQL URL is configured, but the sessions still go to SQLite: say so once,
-        naming the file, rather than let the user believe the team store holds them
-        (docs/architecture.md, "The team store (PostgreSQL)")."""
+    def store_target(self) -> str | None:
+        """Which store the kernel opens: ``c.AgentMagics.db_url``, else a configured
+        ``db_path``, else ``MIBYAN_DB_URL``, else the SQLite default (``MIBYAN_DB``, else
+        the Jupyter data dir). A URL is the PostgreSQL team store, as the login role the
+        passfile or the hub's environment gives (docs/architecture.md, "The team store
+        (PostgreSQL)"); the URL never holds a password (refused when it is set)."""
         from mibyan_jupyter.store.pg.connect import database_url
 
         configured = getattr(self.defaults, "db_url", "") if self.defaults else ""
-        if database_url(configured) and self._store is not None:
-            print(
-                "mibyan: the PostgreSQL team store (db_url / MIBYAN_DB_URL) does not hold "
-                "sessions yet in this version; they are stored in SQLite at "
-                f"{self._store.db.path}",
-                file=sys.stderr,
-            )
+        if configured:
+            return database_url(configured)
+        return self.db_path or database_url() or None
 
     def leases(self) -> LeaseKeeper:
         """This kernel's leases on the sessions it writes, with their heartbeat thread

@@ -29,9 +29,12 @@ NOTE = (
 )
 
 
-def with_admin_policy(rows: Sequence[Row], note: str, conn: Conn) -> tuple[list[Row], str]:
+def with_admin_policy(
+    rows: Sequence[Row], note: str, conn: Conn, user: str | None = None
+) -> tuple[list[Row], str]:
     """``rows`` and ``note`` of ``%agent policy`` with the admin policy's floors (unchanged
-    when there is no policy file). ``conn``: the kernel's store, for today's spending."""
+    when there is no policy file). ``conn``: the kernel's store, for today's spending;
+    ``user``: its user (``db.user``: the login role on the team store)."""
     loaded = load_policy()
     if loaded.problems:
         more = f" (and {len(loaded.problems) - 1} more)" if len(loaded.problems) > 1 else ""
@@ -41,8 +44,8 @@ def with_admin_policy(rows: Sequence[Row], note: str, conn: Conn) -> tuple[list[
         return list(rows), note
     policy = loaded.policy
     shown = [_floored(row, policy) for row in rows]
-    shown += approval_rows(policy) + tool_rows(policy) + cap_rows(policy, conn)
-    shown += session_rows(policy)
+    shown += approval_rows(policy) + tool_rows(policy) + cap_rows(policy, conn, user)
+    shown += session_rows(policy, user)
     return shown, note + NOTE
 
 
@@ -87,9 +90,9 @@ def tool_rows(policy: AdminPolicy) -> list[Row]:
     return rows
 
 
-def cap_rows(policy: AdminPolicy, conn: Conn) -> list[Row]:
+def cap_rows(policy: AdminPolicy, conn: Conn, user: str | None = None) -> list[Row]:
     """The user's daily caps, what is left of them today, and when they reset."""
-    user = current_user()
+    user = user or current_user()
     caps = policy.caps_for(user)
     if caps.daily_cost_per_user is None and caps.daily_tokens_per_user is None:
         return []
@@ -107,13 +110,13 @@ def cap_rows(policy: AdminPolicy, conn: Conn) -> list[Row]:
     return rows
 
 
-def session_rows(policy: AdminPolicy) -> list[Row]:
+def session_rows(policy: AdminPolicy, user: str | None = None) -> list[Row]:
     """Exam mode, review and retention."""
     rows: list[Row] = []
     if policy.exam.enabled:
         rows.append(("exam mode", "on", f"the agent is off: {policy.exam.message} {MARK}"))
     if policy.review.reviewable:
-        courses = policy.courses_of(current_user())
+        courses = policy.courses_of(user or current_user())
         who = f"your instructors ({', '.join(courses)})" if courses else "your instructors"
         rows.append(("review", "on", f"{who} can review your conversations {MARK}"))
     if policy.review.retention_days is not None:

@@ -123,7 +123,8 @@ def _code(status: int) -> ErrorCode:
 
 
 class SessionsHandler(ApiHandler):
-    """``GET sessions?limit&offset`` (a page) or ``GET sessions?q=TEXT&limit`` (search)."""
+    """``GET sessions?limit&offset`` (a page), ``GET sessions?q=TEXT&limit`` (search), or
+    ``GET sessions?scope=course&limit&offset`` (an instructor's students', team store)."""
 
     @web.authenticated
     @authorized
@@ -137,6 +138,12 @@ class SessionsHandler(ApiHandler):
             return
         limit = self.number("limit", 50, 1, PAGE_MAX)
         offset = self.number("offset", 0, 0, 2**62)
+        if self.get_query_argument("scope", "") == "course":  # an instructor's students'
+            listed = await self.work(
+                lambda store: sessions.course_sessions(store, limit=limit, offset=offset)
+            )
+            self.reply(listed)
+            return
         self.reply(
             await self.work(lambda store: sessions.list_sessions(store, limit=limit, offset=offset))
         )

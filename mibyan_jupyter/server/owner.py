@@ -18,7 +18,10 @@ each server its user's sessions, and those from before schema 6 only to the file
 missing one, ``not_found`` (never ``forbidden``, which would confirm that it exists), and
 an id prefix only ever matches the user's own sessions. This is the environment's word,
 not a guarantee: the server process can read the whole file (docs/architecture.md,
-"Admin policy").
+"Admin policy"). On the PostgreSQL team store (``MIBYAN_DB_URL``: server/service.py) the
+user is the URL's login role, and row-level security is the guarantee: the listing is
+that role's own sessions, and ``scope=course`` what the ``review`` policy lets it read of
+others' (an instructor's students'; server/sessions.py ``course_sessions``).
 """
 
 from __future__ import annotations

@@ -37,11 +37,19 @@ request should not hang for the store's default 30 s."""
 
 
 class StoreService:
-    """Runs work on the server's store, off the event loop. ``path`` ``None``: the path
-    the kernels use (``MIBYAN_DB``, else the default in the Jupyter data dir)."""
+    """Runs work on the server's store, off the event loop. ``path`` ``None``: the store
+    the kernels use (``MIBYAN_DB_URL``, the team store; else ``MIBYAN_DB``, else the
+    default file in the Jupyter data dir). A ``postgresql://`` URL is the team store, as
+    the login role the URL names (the hub user's: row-level security decides what the
+    panel lists; docs/architecture.md, "The team store (PostgreSQL)")."""
 
     def __init__(self, path: str | Path | None = None, *, lock_wait: float = LOCK_WAIT_S) -> None:
-        self.path = Path(path).expanduser() if path else None
+        from mibyan_jupyter.store.backend import is_team_store
+        from mibyan_jupyter.store.pg.connect import database_url
+
+        self.url = str(path) if is_team_store(path) else None if path else database_url()
+        """The team store's URL (never a password: connect refuses one), else ``None``."""
+        self.path = Path(path).expanduser() if path and self.url is None else None
         self.lock_wait = lock_wait
         self._store: SessionStore | None = None
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mibyan-store")
@@ -61,8 +69,9 @@ class StoreService:
             for name in modules:
                 importlib.import_module(name)
             from mibyan_jupyter.store.files import default_path
+            from mibyan_jupyter.store.pg.connect import scrub
 
-            return str(self.path or default_path())
+            return scrub(self.url) if self.url else str(self.path or default_path())
 
         return self._executor.submit(imports)
 
@@ -86,15 +95,21 @@ class StoreService:
     def _open(self) -> SessionStore:
         """The store, scoped to the server's user (:mod:`.owner`)."""
         from mibyan_jupyter.server.owner import OwnSessions
+        from mibyan_jupyter.store.backend import open_database
+        from mibyan_jupyter.store.conn import StoreDatabase
         from mibyan_jupyter.store.db import Database
 
         with self._lock:
             if self._store is None:
-                db = Database(
-                    self.path,
-                    busy_timeout=min(2.0, self.lock_wait),
-                    lock_retry_seconds=self.lock_wait,
-                )
+                db: StoreDatabase
+                if self.url is not None:
+                    db = open_database(self.url)
+                else:
+                    db = Database(
+                        self.path,
+                        busy_timeout=min(2.0, self.lock_wait),
+                        lock_retry_seconds=self.lock_wait,
+                    )
                 self._store = OwnSessions(db)
             return self._store
 

@@ -30,7 +30,7 @@ from mibyan_jupyter.server.shapes import (
     Status,
 )
 from mibyan_jupyter.store.lease import delete_unless_held, read_holder
-from mibyan_jupyter.store.scope import user_scope
+from mibyan_jupyter.store.scope import UserScope, user_scope
 from mibyan_jupyter.store.search import search
 from mibyan_jupyter.store.session_queries import (
     SessionInfo,
@@ -92,6 +92,36 @@ def list_sessions(store: SessionStore, *, limit: int, offset: int) -> SessionLis
     infos = page(store.db, limit=limit, offset=offset, scope=scope)
     total = count_sessions(store.db, scope=scope)
     return {"sessions": session_json(store, infos), "total": total}
+
+
+class CourseListJSON(SessionListJSON):
+    """``scope=course``: the students' sessions an instructor may read, and whose each is."""
+
+    owners: dict[str, str]
+    """Session id -> the student (login role) it belongs to."""
+
+
+def course_sessions(store: SessionStore, *, limit: int, offset: int) -> CourseListJSON:
+    """One page of the sessions of others the reader may see: on the team store, an
+    instructor's students' (row-level security's ``review`` policy, from the database's
+    roster; a student sees none). SQLite has no such authority (the file's rows are
+    whoever wrote them), so there it is refused (docs/architecture.md, "Admin policy")."""
+    if not store.db.dialect.is_postgres:
+        raise bad_request(
+            "scope=course needs the team store (PostgreSQL); on SQLite use %agent review"
+        )
+    scope = UserScope(store.db.user, legacy=False, others=True)
+    infos = page(store.db, limit=limit, offset=offset, scope=scope)
+    total = count_sessions(store.db, scope=scope)
+    ids = [info.id for info in infos]
+    owners: dict[str, str] = {}
+    if ids:
+        marks = ",".join("?" * len(ids))
+        found = store.db.conn.execute(
+            f"SELECT id, user_name FROM sessions WHERE id IN ({marks})", ids
+        )
+        owners = {row[0]: row[1] for row in found}
+    return {"sessions": session_json(store, infos), "total": total, "owners": owners}
 
 
 def search_sessions(store: SessionStore, text: str, *, limit: int) -> SearchJSON:

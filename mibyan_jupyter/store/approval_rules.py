@@ -153,10 +153,11 @@ class ApprovalRules:
         self._check(f"saving an 'always' rule for {tool}")
         key = _key_for_writing()
         now = time.time()
-        with self.db.transaction() as conn:
+        with self.db.transaction() as conn:  # PostgreSQL: the user_name is the login role's
             conn.execute(
                 "INSERT INTO approval_rules (tool, approved, created_at, origin, mac, flagged_at)"
-                " VALUES (?, ?, ?, ?, ?, NULL) ON CONFLICT (tool) DO UPDATE SET"
+                f" VALUES (?, ?, ?, ?, ?, NULL) ON CONFLICT ({self.db.dialect.rule_key})"
+                " DO UPDATE SET"
                 " approved = excluded.approved, created_at = excluded.created_at,"
                 " origin = excluded.origin, mac = excluded.mac, flagged_at = NULL",
                 (tool, int(approved), now, origin, _mac(key, tool, approved, origin, now)),

@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 from mibyan_jupyter.secrets import REDACT
 from mibyan_jupyter.store.conn import Conn
+from mibyan_jupyter.store.dialect import SQLITE, Dialect
 
 AuditKind = Literal["approval", "policy_denial", "cap_hit", "exam_refusal", "policy_change"]
 USER_ENV = "JUPYTERHUB_USER"
@@ -50,7 +51,11 @@ def owns_file(path: Path) -> bool:
 
 
 def tag_new_sessions(conn: Conn, user: str | None = None) -> None:
-    """Give every session this connection inserts without a user the current one."""
+    """Give every session this connection inserts without a user the current one.
+
+    SQLite only (a TEMP trigger; store/db.py calls it): on PostgreSQL the column's
+    ``DEFAULT current_user`` is the login role, which RLS checks (docs/architecture.md,
+    "The team store (PostgreSQL)")."""
     name = (user or current_user()).replace("'", "''")
     conn.execute(
         "CREATE TEMP TRIGGER IF NOT EXISTS mibyan_session_user AFTER INSERT ON main.sessions"
@@ -59,11 +64,13 @@ def tag_new_sessions(conn: Conn, user: str | None = None) -> None:
     )
 
 
-def has_audit(conn: Conn) -> bool:
-    return (
-        conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='audit'").fetchone()
-        is not None
-    )
+def has_audit(conn: Conn, dialect: Dialect = SQLITE) -> bool:
+    """Whether the audit table exists (a SQLite file before schema 6 has none; the team
+    store's connect refuses a schema older than this version's, so it always has one)."""
+    if dialect.is_postgres:
+        return True
+    found = conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='audit'")
+    return found.fetchone() is not None
 
 
 def record(
@@ -74,11 +81,17 @@ def record(
     session_id: str | None = None,
     user: str | None = None,
 ) -> None:
-    """Append one audit row in the caller's transaction (``detail`` redacted)."""
+    """Append one audit row in the caller's transaction (``detail`` redacted).
+
+    Whose row: ``user`` (the caller passes ``db.user``: the login role on PostgreSQL,
+    whose RLS checks ``user_name = current_user``), else the session's own user (an
+    approval, written by the store writer in the session's transaction), else the
+    environment's user (a SQLite session from before schema 6)."""
     text = REDACT(json.dumps(dict(detail), sort_keys=True, default=str))
     conn.execute(
-        "INSERT INTO audit (at, user_name, session_id, kind, detail) VALUES (?, ?, ?, ?, ?)",
-        (time.time(), user or current_user(), session_id, kind, text),
+        "INSERT INTO audit (at, user_name, session_id, kind, detail) SELECT ?,"
+        " coalesce(?, (SELECT user_name FROM sessions WHERE id = ?), ?), ?, ?, ?",
+        (time.time(), user, session_id, current_user(), session_id, kind, text),
     )
 
 

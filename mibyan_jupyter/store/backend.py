@@ -15,7 +15,7 @@ from pathlib import Path
 
 from mibyan_jupyter.store.conn import StoreDatabase
 from mibyan_jupyter.store.files import StoreError
-from mibyan_jupyter.store.pg.connect import ENV_URL, PgDatabase
+from mibyan_jupyter.store.pg.connect import ENV_URL, TEAM_STORE_LABEL, PgDatabase
 
 URL_SCHEMES = ("postgresql://", "postgres://")
 
@@ -29,6 +29,11 @@ def open_database(target: str | Path | None = None) -> StoreDatabase:
     """The database ``target`` names (see the module docstring), open and checked."""
     if target is None:
         target = os.environ.get(ENV_URL) or None
+    if isinstance(target, str) and target.startswith(TEAM_STORE_LABEL):
+        raise StoreError(  # a PgDatabase's path: it names the team store, it is not a file
+            f"{target} is the team store's description, not a file: pass its URL "
+            f"(c.AgentMagics.db_url or {ENV_URL}) or the open database itself"
+        )
     if is_team_store(target):
         assert isinstance(target, str)
         try:

@@ -30,6 +30,10 @@ class Dialect:
     load_all: str
     """One row: the ``data`` of a session's messages as one JSON array (UTF-8 bytes), in
     ``seq`` order, and how many there are; ``{where}`` picks the rows (store/loading.py)."""
+    rule_key: str
+    """The columns of ``approval_rules``' primary key, for its upsert's ``ON CONFLICT``:
+    the tool on SQLite (one user's file), the user and the tool on PostgreSQL (every
+    user's rules in one table, migration 0006; store/approval_rules.py)."""
 
     @property
     def is_postgres(self) -> bool:
@@ -49,6 +53,7 @@ SQLITE = Dialect(
         "SELECT CAST('[' || group_concat(data, ',') || ']' AS BLOB), count(*) FROM"
         " (SELECT data FROM messages WHERE {where} ORDER BY seq)"
     ),
+    rule_key="tool",
 )
 POSTGRES = Dialect(
     name="postgresql",
@@ -59,4 +64,5 @@ POSTGRES = Dialect(
         "SELECT convert_to('[' || string_agg(data, ',' ORDER BY seq) || ']', 'UTF8'), count(*)"
         " FROM messages WHERE {where}"
     ),
+    rule_key="user_name, tool",
 )

@@ -13,8 +13,9 @@ next question). So a kernel writes a session only while it holds its lease
 * Every acquisition has a new token. :meth:`Lease.fence` runs first in each write
   transaction of the session's store writer: once another kernel has taken the lease over,
   the old writer's next write finds another token, raises :class:`LeaseLost` and writes
-  nothing. Both steps hold SQLite's write lock, so the two kernels' writes never
-  interleave: each write sees the lease as the last committed acquisition left it.
+  nothing. Both steps hold SQLite's write lock (on PostgreSQL, the session row's lock:
+  ``SELECT ... FOR UPDATE``), so the two kernels' writes never interleave: each write sees
+  the lease as the last committed acquisition left it.
 * A daemon thread renews the heartbeat of every lease the keeper holds every
   :data:`HEARTBEAT_S` seconds, in its own connection: ipykernel 7 runs no asyncio task
   between cells (ipykernel #1510), and an idle kernel must still look alive.
@@ -30,6 +31,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mibyan_jupyter.store.backend import open_database
 from mibyan_jupyter.store.conn import Conn, StoreDatabase
 from mibyan_jupyter.store.db import Database, StoreError
 from mibyan_jupyter.store.liveness import (
@@ -82,9 +84,16 @@ def read_holder(
     conn: Conn,
     session_id: str,
     liveness: Liveness,
+    lock_row: str = "",
 ) -> tuple[str | None, Holder]:
-    """The session's lease token and its holder (raises when there is no such session)."""
-    row = conn.execute(_READ, (session_id,)).fetchone()
+    """The session's lease token and its holder (raises when there is no such session).
+
+    ``lock_row`` is the dialect's row lock (``db.dialect.lock_row``) for a caller about to
+    decide on the lease inside a write transaction: PostgreSQL runs two kernels'
+    transactions at once, so the takeover and the old writer's fence must lock the
+    session row to be ordered; SQLite's ``BEGIN IMMEDIATE`` already orders them
+    (docs/architecture.md, "Store", its lease subsection)."""
+    row = conn.execute(_READ + lock_row, (session_id,)).fetchone()
     if row is None:
         raise StoreError(f"no session {session_id!r} to lease")
     token, pid, host, beat, status = row
@@ -99,7 +108,7 @@ def delete_unless_held(db: StoreDatabase, session_id: str, liveness: Liveness) -
     so no kernel can take the lease between the check and the delete (the sessions API
     refuses to delete a session a kernel is using)."""
     with db.transaction() as conn:
-        _token, holder = read_holder(conn, session_id, liveness)
+        _token, holder = read_holder(conn, session_id, liveness, db.dialect.lock_row)
         if holder.alive or holder.busy:
             return holder
         conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
@@ -120,11 +129,13 @@ class Lease:
     holds a different count continues a conversation another kernel went on with."""
     lost_to: Holder | None = field(default=None, repr=False)
     """Set by the heartbeat (or a fence) once another kernel holds the session."""
+    lock_row: str = field(default="", repr=False)
+    """The dialect's row lock the fence reads the session row with (see :func:`read_holder`)."""
 
     def fence(self, conn: Conn) -> None:
         """Raise :class:`LeaseLost` unless this lease still holds the session; called
         inside the write transaction, so the answer holds until it commits."""
-        token, holder = read_holder(conn, self.session_id, self.liveness)
+        token, holder = read_holder(conn, self.session_id, self.liveness, self.lock_row)
         if token == self.token or self.follow(conn):
             return
         self.lost_to = holder
@@ -168,7 +179,7 @@ class LeaseKeeper:
         self._owns_db = isinstance(path, (str, Path)) or not path.dialect.is_postgres
         self.db: StoreDatabase
         if isinstance(path, (str, Path)):
-            self.db = Database(path)
+            self.db = open_database(path)  # a file, or a team store URL (a pool of its own)
         elif path.dialect.is_postgres:
             self.db = path
         else:
@@ -186,7 +197,7 @@ class LeaseKeeper:
         """This keeper's lease on the session, or the live holder that keeps it from us
         (always when it runs a turn; when idle unless ``take_over``)."""
         with self.db.transaction() as conn:
-            token, holder = read_holder(conn, session_id, self.liveness)
+            token, holder = read_holder(conn, session_id, self.liveness, self.db.dialect.lock_row)
             count = conn.execute(
                 "SELECT count(*) FROM messages WHERE session_id = ?", (session_id,)
             ).fetchone()[0]
@@ -198,7 +209,14 @@ class LeaseKeeper:
             taken_from = holder if token is not None else None
             if holder.alive and (holder.busy or not take_over):
                 return holder
-            lease = Lease(session_id, uuid.uuid4().hex, self.liveness, taken_from, int(count))
+            lease = Lease(
+                session_id,
+                uuid.uuid4().hex,
+                self.liveness,
+                taken_from,
+                int(count),
+                lock_row=self.db.dialect.lock_row,
+            )
             conn.execute(
                 "UPDATE sessions SET lease_token = ?, lease_pid = ?, lease_host = ?,"
                 " lease_heartbeat_at = ? WHERE id = ?",

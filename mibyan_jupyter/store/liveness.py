@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from mibyan_jupyter.store.conn import StoreDatabase
+from mibyan_jupyter.store.scope import user_scope
 
 LIVE_STATUSES = ("running", "awaiting_approval")
 """Statuses that claim an owner is working on the session right now."""
@@ -122,15 +123,19 @@ class LeaseLiveness:
 
 
 def interrupt_dead_owners(db: StoreDatabase, liveness: Liveness) -> list[str]:
-    """Sessions live (running or awaiting approval) under an owner ``liveness`` calls dead
-    become ``interrupted``; returns their ids. ``updated_at`` is kept, so an old crash does
-    not become the "last" session. Each update re-checks the owner inside the write lock:
-    another kernel may have taken the session over since the read. The owner's heartbeat
-    is its lease's, when the lease is held by the same process."""
+    """The user's sessions live (running or awaiting approval) under an owner ``liveness``
+    calls dead become ``interrupted``; returns their ids. ``updated_at`` is kept, so an
+    old crash does not become the "last" session. Each update re-checks the owner inside
+    the write lock: another kernel may have taken the session over since the read. The
+    owner's heartbeat is its lease's, when the lease is held by the same process. Only
+    the user's own (store/scope.py): on the team store an instructor reads the students'
+    sessions but may change none, and each student's own reads sweep theirs."""
+    mine, whose = user_scope(db).clause()
     rows = db.conn.execute(
-        "SELECT id, owner_pid, owner_host, CASE WHEN lease_pid IS owner_pid AND lease_host IS"
-        " owner_host THEN lease_heartbeat_at END FROM sessions WHERE status IN (?, ?)",
-        LIVE_STATUSES,
+        "SELECT id, owner_pid, owner_host, CASE WHEN lease_pid IS NOT DISTINCT FROM owner_pid"
+        " AND lease_host IS NOT DISTINCT FROM owner_host THEN lease_heartbeat_at END"
+        f" FROM sessions s WHERE status IN (?, ?) AND {mine}",
+        (*LIVE_STATUSES, *whose),
     ).fetchall()
     dead = [
         (session_id, pid, host)
@@ -139,12 +144,15 @@ def interrupt_dead_owners(db: StoreDatabase, liveness: Liveness) -> list[str]:
     ]
     if not dead:
         return []
+    changed = []
     with db.transaction() as conn:
         for session_id, pid, host in dead:
-            conn.execute(
+            cursor = conn.execute(
                 "UPDATE sessions SET status = 'interrupted', end_reason = 'interrupted',"
                 " owner_pid = NULL, owner_host = NULL WHERE id = ? AND status IN (?, ?)"
-                " AND owner_pid IS ? AND owner_host IS ?",
+                " AND owner_pid IS NOT DISTINCT FROM ? AND owner_host IS NOT DISTINCT FROM ?",
                 (session_id, *LIVE_STATUSES, pid, host),
             )
-    return [session_id for session_id, _, _ in dead]
+            if cursor.rowcount > 0:
+                changed.append(session_id)
+    return changed

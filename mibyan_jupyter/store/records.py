@@ -90,13 +90,40 @@ def insert_session(
     return session_id
 
 
+def merge_patch(target: Any, patch: Any) -> Any:
+    """``patch`` applied to ``target`` as RFC 7396 says (what SQLite's ``json_patch`` does):
+    an object merges key by key, a ``null`` removes its key, anything else replaces."""
+    if not isinstance(patch, dict):
+        return patch
+    merged = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = merge_patch(merged.get(key), value)
+    return merged
+
+
 def record_settings(db: StoreDatabase, session_id: str, config: Mapping[str, Any]) -> None:
     """Add ``config`` entries to the session's config (scrubbed of credentials first), in
-    one transaction: the settings a session was started with, for its resumes."""
+    one transaction: the settings a session was started with, for its resumes. Merged
+    here, not in SQL (PostgreSQL has no ``json_patch``; the config is a text column on
+    both), with the row locked so a concurrent pin is not lost (docs/architecture.md,
+    "The team store (PostgreSQL)")."""
+    patch = scrub_config(config)
     with db.transaction() as conn:
+        row = conn.execute(
+            "SELECT config FROM sessions WHERE id = ?" + db.dialect.lock_row, (session_id,)
+        ).fetchone()
+        if row is None:
+            return
+        try:
+            current = json.loads(row[0])
+        except ValueError:  # a config edited by hand: the settings replace it
+            current = {}
         conn.execute(
-            "UPDATE sessions SET config = json_patch(config, ?) WHERE id = ?",
-            (json.dumps(scrub_config(config)), session_id),
+            "UPDATE sessions SET config = ? WHERE id = ?",
+            (json.dumps(merge_patch(current, patch)), session_id),
         )
 
 
@@ -129,6 +156,9 @@ def insert_message(conn: Conn, session_id: str, message: Message, *, seq: int | 
     )
     now = time.time()
     if seq is None:
+        # The session row's lock first: on PostgreSQL two writers' transactions run at once
+        # and would both take max(seq) + 1 (SQLite's write lock is held already; a no-op).
+        conn.execute("UPDATE sessions SET updated_at = updated_at WHERE id = ?", (session_id,))
         row = conn.execute(
             "SELECT coalesce(max(seq), -1) + 1 FROM messages WHERE session_id = ?", (session_id,)
         ).fetchone()
@@ -166,7 +196,11 @@ def insert_message(conn: Conn, session_id: str, message: Message, *, seq: int | 
 
 def index_pending(db: StoreDatabase) -> int:
     """Add every message not yet in the full-text index, in one transaction; returns how
-    many. Search calls it first, so results always cover every stored message."""
+    many. Search calls it first, so results always cover every stored message. The team
+    store has nothing to do: its index is a generated column, kept with each row
+    (docs/architecture.md, "The team store (PostgreSQL)")."""
+    if db.dialect.is_postgres:
+        return 0
     with db.transaction() as conn:
         (upto,) = conn.execute("SELECT indexed_upto FROM fts_state WHERE id = 1").fetchone()
         (newest,) = conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()

@@ -50,8 +50,8 @@ _LINEAGE = (
 
 def _insert(conn: Conn, session_id: str, row: tuple[str, str, str, str, int, float]) -> None:
     conn.execute(
-        "INSERT OR IGNORE INTO tool_results (session_id, result_id, call_id, tool_name,"
-        " content, chars, created_at) VALUES (?,?,?,?,?,?,?)",
+        "INSERT INTO tool_results (session_id, result_id, call_id, tool_name,"
+        " content, chars, created_at) VALUES (?,?,?,?,?,?,?) ON CONFLICT DO NOTHING",
         (session_id, *row),
     )
 
@@ -116,7 +116,7 @@ class SessionResults:
             try:
                 with self.db.transaction() as conn:
                     _insert(conn, session_id, row)
-            except (StoreError, sqlite3.Error) as error:
+            except (StoreError, sqlite3.Error) as error:  # PostgreSQL's are StoreErrors
                 _log.warning("could not keep tool result %s yet: %s", row[0], error)
                 return
             self._landed(row[0])
@@ -142,6 +142,8 @@ class SessionResults:
                 " AND session_id IN (SELECT id FROM line)",
                 (self.session_id, offset + 1, limit, result_id),
             ).fetchone()
+        except StoreError:
+            raise  # the team store's failure is already one line naming it
         except sqlite3.Error as error:
             raise StoreError(f"cannot read tool result {result_id!r}: {error}") from None
         return None if row is None else str(row[0])

@@ -30,6 +30,10 @@ class UserScope:
 
     user: str | None
     legacy: bool = True
+    others: bool = False
+    """The sessions of everyone *but* ``user`` that the reader may see: on the team store
+    an instructor's students' (row-level security shows no one else's; the sessions
+    API's ``scope=course``)."""
 
     def clause(self, alias: str = "s") -> tuple[str, tuple[object, ...]]:
         """The SQL condition on the sessions table ``alias`` and its parameters;
@@ -37,6 +41,8 @@ class UserScope:
         if self.user is None:
             return "1=1", ()
         column = f"{alias}.user_name"
+        if self.others:
+            return f"({column} <> ?)", (self.user,)
         legacy = f" OR {column} IS NULL" if self.legacy else ""
         return f"({column} = ?{legacy})", (self.user,)
 
@@ -44,6 +50,8 @@ class UserScope:
         """Whether a session recorded for ``owner`` is in this scope."""
         if self.user is None:
             return True
+        if self.others:
+            return owner is not None and owner != self.user
         return owner == self.user or (owner is None and self.legacy)
 
 

@@ -1,4 +1,5 @@
-"""Full-text search over every message, ranked by bm25, with highlighted snippets.
+"""Full-text search over every message, ranked (bm25 on SQLite, ``ts_rank`` on the
+PostgreSQL team store), with highlighted snippets.
 
 What a user types into a search box is not FTS5 syntax: ``foo-bar`` fails with "no such
 column: bar", ``col:x`` is a column filter, a lone ``"`` or ``AND`` is an error. So the text is turned into a query
@@ -22,6 +23,11 @@ says which spans matched. FTS5's ``snippet()`` can only mark matches by insertin
 so it is given two private-use characters the message does not contain (checked per hit;
 a message holding the usual two gets two others), which are then taken out again as
 offsets. No content, not even one holding those very characters, can shift a highlight.
+
+On the team store the same terms become a ``tsquery`` and the same window is cut in
+Python from the message's text, with no marks at all (store/search_pg.py); the query
+text is cleaned first (lone surrogates, NUL) so neither database is handed what it
+cannot encode (docs/architecture.md, "The team store (PostgreSQL)").
 """
 
 from __future__ import annotations
@@ -32,13 +38,12 @@ from dataclasses import dataclass
 from mibyan_jupyter.store.conn import StoreDatabase
 from mibyan_jupyter.store.records import index_pending
 from mibyan_jupyter.store.scope import UserScope, user_scope
+from mibyan_jupyter.store.search_pg import ELLIPSIS, SNIPPET_TOKENS, Term, pg_search, safe_param
 from mibyan_jupyter.store.sessions import SessionStore
 
 MARK_START = "\ue000"
 MARK_END = "\ue001"
 """The marks ``snippet()`` is given first (private use: no meaning of their own)."""
-ELLIPSIS = "…"
-SNIPPET_TOKENS = 16
 _PRIVATE_USE = (range(0xE000, 0xF900), range(0xF0000, 0xFFFFE), range(0x100000, 0x10FFFE))
 
 _TERM = re.compile(r'"([^"]*)"|(\S+)')
@@ -46,7 +51,8 @@ _TERM = re.compile(r'"([^"]*)"|(\S+)')
 
 @dataclass(frozen=True, slots=True)
 class SearchHit:
-    """One matching message. ``score`` is bm25 negated: higher is better."""
+    """One matching message. ``score``: higher is better (bm25 negated on SQLite,
+    ``ts_rank`` on PostgreSQL: not comparable across backends)."""
 
     session_id: str
     title: str
@@ -72,20 +78,29 @@ class SearchHit:
         return pieces
 
 
-def fts_query(text: str) -> str | None:
-    """A safe FTS5 query for what a user typed; ``None`` when nothing is searchable."""
-    terms: list[str] = []
+def query_terms(text: str) -> list[Term]:
+    """Each word or ``"quoted phrase"`` of ``text`` and whether it ends in ``*`` (a
+    prefix); words with nothing to index (punctuation alone) are left out. Both backends
+    build their query from these, so the grammar is one."""
+    terms: list[Term] = []
     for match in _TERM.finditer(text):
         phrase, word = match.group(1), match.group(2)
         prefix = False
         if phrase is None:
             prefix = word.endswith("*")
             phrase = word.rstrip("*")
-        if not any(char.isalnum() for char in phrase):
-            continue
-        quoted = '"' + phrase.replace('"', '""') + '"'
-        terms.append(quoted + ("*" if prefix else ""))
-    return " ".join(terms) or None
+        if any(char.isalnum() for char in phrase):
+            terms.append((phrase, prefix))
+    return terms
+
+
+def fts_query(text: str) -> str | None:
+    """A safe FTS5 query for what a user typed; ``None`` when nothing is searchable."""
+    quoted = (
+        '"' + phrase.replace('"', '""') + '"' + ("*" if prefix else "")
+        for phrase, prefix in query_terms(text)
+    )
+    return " ".join(quoted) or None
 
 
 def catch_up(db: StoreDatabase) -> None:
@@ -108,12 +123,17 @@ def search(
     """The ``limit`` best messages matching every word of ``text`` (in one session when
     ``session_id`` is given, which must be a full id) among the sessions of ``scope``
     (``None``: the current user's, store/scope.py); ``[]`` for an empty query."""
+    text = safe_param(text)  # no lone surrogate or NUL reaches either database
     query = fts_query(text)
     if query is None or limit <= 0:
         return []
     db = store_or_db.db if isinstance(store_or_db, SessionStore) else store_or_db
+    scope = scope or user_scope(db)
+    if db.dialect.is_postgres:  # tsvector and ts_rank, through search_messages
+        rows = pg_search(db, query_terms(text), limit=limit, session_id=session_id, scope=scope)
+        return [SearchHit(*row) for row in rows]
     catch_up(db)
-    mine, whose = (scope or user_scope(db)).clause()
+    mine, whose = scope.clause()
     marks = (MARK_START, MARK_END)
     one = " AND m.session_id = ?" if session_id is not None else ""
     # messages_fts is the outer loop and yields its best rows first (FTS5 consumes the

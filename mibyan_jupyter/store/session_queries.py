@@ -233,7 +233,7 @@ def select(db: StoreDatabase, where: SessionFilter) -> list[SessionInfo]:
         clauses.append(mine)
         params += whose
     if not where.delegated:
-        clauses.append(f"s.link_kind IS NOT '{DELEGATION}'")
+        clauses.append(f"s.link_kind IS DISTINCT FROM '{DELEGATION}'")
     kept = " WHERE " + " AND ".join(clauses) if clauses else ""
     order = "DESC" if where.descending else "ASC"
     ordered = f" ORDER BY {SORT_COLUMNS[where.sort]} {order}, s.rowid {order}"
@@ -245,10 +245,15 @@ def select(db: StoreDatabase, where: SessionFilter) -> list[SessionInfo]:
     return [_info(row) for row in db.conn.execute(query, params)]
 
 
-def children(db: StoreDatabase, session_id: str) -> list[SessionInfo]:
-    """Sessions forked, compressed or delegated from this one, oldest first."""
+def children(
+    db: StoreDatabase, session_id: str, *, scope: UserScope = EVERYONE
+) -> list[SessionInfo]:
+    """Sessions forked, compressed or delegated from this one, oldest first, among those
+    of ``scope`` (anyone may name any session as a parent: see :func:`newest_descendant`)."""
+    mine, whose = scope.clause()
     rows = db.conn.execute(
-        _SELECT + " WHERE s.parent_id = ? ORDER BY s.created_at, s.rowid", (session_id,)
+        _SELECT + f" WHERE s.parent_id = ? AND {mine} ORDER BY s.created_at, s.rowid",
+        (session_id, *whose),
     )
     return [_info(row) for row in rows]
 
@@ -262,16 +267,23 @@ def delegated(db: StoreDatabase, session_id: str) -> list[SessionInfo]:
     return [_info(row) for row in rows]
 
 
-def newest_descendant(db: StoreDatabase, session_id: str) -> SessionInfo:
+def newest_descendant(
+    db: StoreDatabase, session_id: str, *, scope: UserScope = EVERYONE
+) -> SessionInfo:
     """Follow ``compression`` children (the newest at each step) to the session that
-    continues this conversation; the session itself when it was never compressed."""
+    continues this conversation; the session itself when it was never compressed. Only
+    children of ``scope`` count: a ``parent_id`` is whatever its writer put there, so
+    another user's row naming this session as its parent must not become the session a
+    resume continues (on the team store an instructor can read their students' rows, and
+    a student could plant one; docs/architecture.md, "Admin policy")."""
+    mine, whose = scope.clause()
     current = session_id
     seen = {current}
     while True:
         row = db.conn.execute(
-            "SELECT id FROM sessions WHERE parent_id = ? AND link_kind = 'compression'"
-            " ORDER BY created_at DESC, rowid DESC LIMIT 1",
-            (current,),
+            "SELECT id FROM sessions s WHERE parent_id = ? AND link_kind = 'compression'"
+            f" AND {mine} ORDER BY created_at DESC, rowid DESC LIMIT 1",
+            (current, *whose),
         ).fetchone()
         if row is None or row[0] in seen:
             return by_id(db, current)

@@ -83,9 +83,7 @@ class SessionStore:
         liveness: Liveness | None = None,
     ) -> None:
         self._owns = path is None or isinstance(path, (str, Path))
-        self.db: StoreDatabase = (
-            open_database(path) if path is None or isinstance(path, (str, Path)) else path
-        )
+        self.db = open_database(path) if path is None or isinstance(path, (str, Path)) else path
         self.liveness: Liveness = liveness if liveness is not None else LeaseLiveness()
         self.approval_rules = ApprovalRules(self.db)
 
@@ -140,8 +138,9 @@ class SessionStore:
             if not found:
                 return None
             target = found[0].id
-        info = queries.find(self.db, target, scope=user_scope(self.db))
-        return queries.newest_descendant(self.db, info.id)
+        scope = user_scope(self.db)
+        info = queries.find(self.db, target, scope=scope)
+        return queries.newest_descendant(self.db, info.id, scope=scope)
 
     def last(self, notebook_path: str | None = None) -> SessionInfo | None:
         """The most recently updated session (of this notebook, when given)."""
@@ -195,7 +194,8 @@ class SessionStore:
         info = self.get(session_id)
         texts = [REDACT(clean_text(str(pin))).strip() for pin in pins]
         with self.db.transaction() as conn:
-            row = conn.execute("SELECT config FROM sessions WHERE id = ?", (info.id,)).fetchone()
+            read = "SELECT config FROM sessions WHERE id = ?" + self.db.dialect.lock_row
+            row = conn.execute(read, (info.id,)).fetchone()  # a concurrent write waits
             config = json.loads(row[0]) if row is not None else {}
             if not isinstance(config, dict):
                 config = {}
@@ -252,16 +252,21 @@ class SessionStore:
     # -- lineage ----------------------------------------------------------------------
 
     def children(self, session_id: str) -> builtins.list[SessionInfo]:
-        """Sessions forked or compressed from this one, oldest first."""
-        return queries.children(self.db, self.get(session_id).id)
+        """Sessions forked or compressed from this one, oldest first (the user's own)."""
+        return queries.children(self.db, self.get(session_id).id, scope=user_scope(self.db))
 
     def lineage(self, session_id: str) -> builtins.list[SessionInfo]:
-        """The ancestors of a session, root first, parent last (itself not included)."""
+        """The ancestors of a session, root first, parent last (itself not included), up
+        to the first that is not the user's (a ``parent_id`` may name anyone's session)."""
+        scope = user_scope(self.db)
         current = self.get(session_id)
         ancestors: builtins.list[SessionInfo] = []
         seen = {current.id}
         while current.parent_id is not None and current.parent_id not in seen:
-            current = queries.by_id(self.db, current.parent_id)
+            try:
+                current = queries.find(self.db, current.parent_id, scope=scope)
+            except SessionNotFoundError:
+                break
             seen.add(current.id)
             ancestors.append(current)
         return ancestors[::-1]
@@ -269,7 +274,8 @@ class SessionStore:
     def newest_compression_descendant(self, session_id: str) -> SessionInfo:
         """Follow ``compression`` children (the newest at each step) to the session that
         continues this conversation; the session itself when it was never compressed."""
-        return queries.newest_descendant(self.db, self.get(session_id).id)
+        info = self.get(session_id)
+        return queries.newest_descendant(self.db, info.id, scope=user_scope(self.db))
 
     # -- status -----------------------------------------------------------------------
 

@@ -88,7 +88,8 @@ def review_rows(
         where += " AND s.updated_at >= ?"
         params.append(since)
     if search:
-        where += " AND EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id AND instr(lower(m.text), lower(?)))"
+        found = db.dialect.contains("lower(m.text)", "lower(?)")
+        where += f" AND EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id AND {found})"
         params.append(search)
     query = (
         "SELECT s.user_name, s.id, s.title, s.model, s.notebook_path, s.created_at, s.updated_at,"

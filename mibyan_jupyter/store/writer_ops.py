@@ -52,9 +52,38 @@ Written = Callable[[int], None]
 """Told the sequence number of a message once it is written (after the commit)."""
 
 
+class Once:
+    """A message's row, written once however often its write is tried.
+
+    On the team store a connection lost at the commit can hide a commit that landed: the
+    lane sees ``io`` and tries the write again, which must not store the message twice
+    (a gap-free transcript without repeats; docs/architecture.md, "Store", its writer
+    that recovers). So the sequence number an attempt wrote is kept, and a later attempt
+    that finds that row (one writer per session: the lease) takes it as written instead. A rolled-back attempt
+    left no row, so the next one writes it."""
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        self.tried: int | None = None
+
+    def landed(self, conn: Conn) -> int | None:
+        """The row an earlier attempt wrote, when its commit landed after all."""
+        if self.tried is None:
+            return None
+        row = conn.execute(
+            "SELECT 1 FROM messages WHERE session_id = ? AND seq = ?",
+            (self.session_id, self.tried),
+        ).fetchone()
+        return self.tried if row is not None else None
+
+
 def message(session_id: str, msg: Message, written: Written) -> Op:
+    once = Once(session_id)
+
     def run(conn: Conn) -> Callable[[], None]:
-        seq = insert_message(conn, session_id, msg)
+        seq = once.landed(conn)
+        if seq is None:
+            seq = once.tried = insert_message(conn, session_id, msg)
         return lambda: written(seq)
 
     return run
@@ -114,9 +143,13 @@ def assistant(
     """The message and its ledger row land together: a usage row never points at a
     message that is not there, and one commit serves both."""
     now = time.time()
+    once = Once(session_id)
 
     def run(conn: Conn) -> Callable[[], None]:
-        seq = insert_message(conn, session_id, msg)
+        landed = once.landed(conn)
+        if landed is not None:  # with its ledger row: one transaction
+            return lambda: written(landed)
+        seq = once.tried = insert_message(conn, session_id, msg)
         _ledger_row(
             conn,
             session_id,
@@ -286,6 +319,8 @@ def compaction(
     kept = tuple(messages)
 
     def run(conn: Conn) -> Callable[[], None]:
+        if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (child,)).fetchone():
+            return switched  # an earlier attempt's commit landed (see :class:`Once`)
         now = time.time()
         conn.execute(
             "INSERT INTO sessions (id, parent_id, link_kind, fork_at, title, model, api_mode,"
@@ -305,12 +340,12 @@ def compaction(
         for seq, msg in enumerate(kept):
             insert_message(conn, child, msg, seq=seq)
         conn.execute(  # the approval records of the calls the child keeps
-            "INSERT OR IGNORE INTO tool_calls (session_id, call_id, name, arguments, status,"
+            "INSERT INTO tool_calls (session_id, call_id, name, arguments, status,"
             " decision, scope, decided_by, reason, requested_at, decided_at, started_at,"
             " finished_at) SELECT ?, call_id, name, arguments, status, decision, scope,"
             " decided_by, reason, requested_at, decided_at, started_at, finished_at"
             " FROM tool_calls t WHERE t.session_id = ? AND EXISTS (SELECT 1 FROM messages m"
-            " WHERE m.session_id = ? AND m.tool_call_id = t.call_id)",
+            " WHERE m.session_id = ? AND m.tool_call_id = t.call_id) ON CONFLICT DO NOTHING",
             (child, parent, child),
         )
         return switched

@@ -197,7 +197,13 @@ def test_review_is_for_the_courses_instructors(
     index = (out / "alice-appendix.md").read_text(encoding="utf-8")
     assert index.startswith("# AI use appendix: alice")
     (exported,) = [p for p in out.iterdir() if p.name != "alice-appendix.md"]
-    assert "confidence interval" in exported.read_text(encoding="utf-8")
+    text = exported.read_text(encoding="utf-8")
+    assert "confidence interval" in text
+    # The export says the session was reviewable, as the live header did.
+    assert "*Your instructors can review this conversation (the admin policy says so)*" in text
+    shell.run_line_magic("agent", f"review --user alice --export {out} --format ipynb")
+    (ipynb,) = out.glob("*.ipynb")
+    assert "Your instructors can review this conversation" in ipynb.read_text(encoding="utf-8")
     error = shell.run_cell("%agent review --course art").error_in_exec
     assert "you are not an instructor of 'art'" in str(error)
 

@@ -1,5 +1,6 @@
 """Users and the audit trail in the SQLite store (migration 0006), the day's usage for the
-caps, the instructor's table, and the retention purge (``mibyan-admin purge``)."""
+caps and the instructor's table (on both backends: the ``backend`` fixture of
+tests/store_backend.py), and the retention purge (``mibyan-admin purge``)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
+from store_backend import Backend
 
 from mibyan_jupyter.admin import main as admin_main
 from mibyan_jupyter.core.messages import UserMessage
@@ -91,52 +93,87 @@ def test_audit_rows_are_appended_and_never_updated(tmp_path: Path) -> None:
         assert audit.rows(db.conn, users=["bob"]) == []
 
 
-def test_the_days_usage_counts_this_users_sessions_since_midnight_utc(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    path = tmp_path / "s.sqlite3"
-    now = time.time()
-    monkeypatch.setenv("JUPYTERHUB_USER", "alice")
-    with SessionStore(path) as store:
-        mine = store.create().id
-    monkeypatch.setenv("JUPYTERHUB_USER", "bob")
-    with SessionStore(path) as store:
-        theirs = store.create().id
+def bill(target: str | Path, rows: list[tuple[float, int, float]]) -> tuple[str, str]:
+    """A session of the target's user billed ``(cost, tokens, at)`` rows; (user, session)."""
+    with SessionStore(target) as store:
+        session = store.create().id
         with store.db.transaction() as conn:
-            for session, cost, tokens, at in (
-                (mine, 0.25, 100, now),
-                (mine, 0.50, 300, now),
-                (mine, 9.00, 999, day_start(now) - 1),  # yesterday
-                (theirs, 5.00, 500, now),
-            ):
+            for cost, tokens, at in rows:
                 conn.execute(
                     "INSERT INTO usage_ledger (session_id, input_tokens, output_tokens, cost,"
                     " created_at) VALUES (?, ?, 0, ?, ?)",
                     (session, tokens, cost, at),
                 )
-        spent = spent_since(store.db.conn, "alice", day_start(now))
+        return store.db.user, session
+
+
+def test_the_days_usage_counts_this_users_sessions_since_midnight_utc(backend: Backend) -> None:
+    """On both backends: alice's sessions since 00:00 UTC, not yesterday's, not bob's (on
+    the team store the users are login roles, and the sums run under RLS)."""
+    now = time.time()
+    yesterday = day_start(now) - 1
+    alice, _ = bill(
+        backend.as_user("alice"), [(0.25, 100, now), (0.5, 300, now), (9.0, 999, yesterday)]
+    )
+    bob, _ = bill(backend.as_user("bob"), [(5.0, 500, now)])
+    with SessionStore(backend.as_user("alice")) as store:
+        spent = spent_since(store.db.conn, alice, day_start(now))
         assert (spent.cost, spent.tokens) == (0.75, 400)
+        assert spent_since(store.db.conn, bob, day_start(now)).cost == (
+            0.0 if backend.is_postgres else 5.0
+        )
     assert next_reset(now) - day_start(now) == 86_400
     assert reset_text(day_start(now) + 3600 * 21 + 60 * 12).startswith("00:00 UTC (in 2 h 48 min)")
 
 
-def test_the_review_table_and_the_purge(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    path = tmp_path / "s.sqlite3"
-    monkeypatch.setenv("JUPYTERHUB_USER", "alice")
-    with SessionStore(path) as store:
+def test_the_review_table_lists_searches_and_counts(backend: Backend) -> None:
+    """On both backends: the sessions of the users asked for, newest first, with their
+    messages, tokens and cost; ``search`` is a case-insensitive substring (dialect's
+    ``contains``); the audit rows are the store user's even when nothing names it."""
+    with SessionStore(backend.as_user("alice")) as store:
+        alice = store.db.user
         kept = store.create("recent").id
         old = store.create("old").id
         with store.db.transaction() as conn:
-            insert_message(conn, kept, UserMessage(content="What is a p-value?"))
+            insert_message(conn, kept, UserMessage(content="What is a p-value? 100%_sure"))
+            conn.execute(
+                "UPDATE sessions SET updated_at = ? WHERE id = ?", (time.time() - 40 * 86_400, old)
+            )
+            conn.execute(
+                "INSERT INTO usage_ledger (session_id, input_tokens, output_tokens, cost,"
+                " created_at) VALUES (?, 10, 5, 0.5, ?)",
+                (kept, time.time()),
+            )
+            audit.record(conn, "approval", {"tool": "run_python"}, session_id=kept)
+            audit.record(conn, "cap_hit", {"line": "cap"}, user=alice)
+        rows = review_rows(store.db, [alice])
+        assert [r.session_id for r in rows] == [kept, old]
+        assert (rows[0].messages, rows[0].tokens, rows[0].cost) == (1, 15, 0.5)
+        assert (rows[1].messages, rows[1].tokens, rows[1].cost) == (0, 0, None)
+        assert [r.session_id for r in review_rows(store.db, [alice], search="P-VALUE")] == [kept]
+        assert [r.session_id for r in review_rows(store.db, [alice], search="0%_s")] == [kept]
+        assert review_rows(store.db, [alice], search="q-value") == []
+        assert review_rows(store.db, ["bob"]) == []
+        trail = audit.rows(store.db.conn, users=[alice])
+        assert [(r.kind, r.user_name) for r in trail] == [("cap_hit", alice), ("approval", alice)]
+        assert audit.has_audit(store.db.conn, store.db.dialect)
+
+
+def test_the_purge_deletes_old_sessions_and_audit_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SQLite, the user's own file (the team store's purge is an admin's: tests/pg/
+    test_pg_classroom.py)."""
+    monkeypatch.setenv("JUPYTERHUB_USER", "alice")
+    with SessionStore(tmp_path / "s.sqlite3") as store:
+        kept = store.create("recent").id
+        old = store.create("old").id
+        with store.db.transaction() as conn:
             conn.execute(
                 "UPDATE sessions SET updated_at = ? WHERE id = ?", (time.time() - 40 * 86_400, old)
             )
             audit.record(conn, "approval", {"tool": "run_python"})
             conn.execute("INSERT INTO audit (at, user_name, kind) VALUES (1, 'alice', 'cap_hit')")
-        rows = review_rows(store.db, ["alice"])
-        assert [r.session_id for r in rows] == [kept, old]
-        assert [r.session_id for r in review_rows(store.db, ["alice"], search="P-VALUE")] == [kept]
-        assert review_rows(store.db, ["bob"]) == []
         assert purge_older_than(store.db, 30) == (1, 1)
         assert [s.id for s in store.list()] == [kept]
 

@@ -1,8 +1,9 @@
-"""The store's small Python API end to end: record, restart (a new store object), resume."""
+"""The store's small Python API end to end: record, restart (a new store object), resume,
+on a SQLite file and on the team store."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from store_backend import Backend
 
 from mibyan_jupyter.core import (
     ApprovalGate,
@@ -14,7 +15,7 @@ from mibyan_jupyter.core import (
 )
 from mibyan_jupyter.core.fakes import Call, Reply
 from mibyan_jupyter.core.signal import AbortSignal
-from mibyan_jupyter.store import SessionStore, approval_policy, recorded_agent, resume, search
+from mibyan_jupyter.store import approval_policy, recorded_agent, resume, search
 
 
 @tool
@@ -23,9 +24,8 @@ def save(name: str) -> str:
     return f"saved {name}"
 
 
-async def test_record_then_resume_after_a_restart(tmp_path: Path) -> None:
-    path = tmp_path / "sessions.sqlite3"
-    store = SessionStore(path)
+async def test_record_then_resume_after_a_restart(backend: Backend) -> None:
+    store = backend.store()
     model = ScriptedModel(
         [Reply("Saving.", calls=[Call("save", {"name": "plot"})]), "Saved the plot."]
     )
@@ -47,8 +47,8 @@ async def test_record_then_resume_after_a_restart(tmp_path: Path) -> None:
     assert await agent.achat("save my plot") == "Saved the plot."
     store.close()
 
-    # "kernel restart": new objects, same file
-    store = SessionStore(path)
+    # "kernel restart": new objects, same store
+    store = backend.store()
     last = store.last("work.ipynb")
     assert last is not None
     assert last.id == info.id

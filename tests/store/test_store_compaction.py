@@ -1,14 +1,14 @@
 """A compaction continues the session in a child: the store writer opens it (parent id,
 ``link_kind='compression'``, the compacted transcript as its first messages), moves the
 lease there and writes on there; resume follows it; the lineage keeps the whole history.
-Real SQLite files; events as the loop emits them."""
+Real SQLite files and the team store; events as the loop emits them."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from pathlib import Path
+from collections.abc import Iterator, Sequence
 
 import pytest
+from store_backend import Backend
 
 from mibyan_jupyter.core.events import AgentEnd, AgentStart, MessageEnd
 from mibyan_jupyter.core.messages import (
@@ -48,8 +48,9 @@ async def feed(writer: StoreWriter, messages: Sequence[Message]) -> None:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> SessionStore:
-    return SessionStore(tmp_path / "s.sqlite3")
+def store(backend: Backend) -> Iterator[SessionStore]:
+    with backend.store() as opened:
+        yield opened
 
 
 async def test_a_compaction_opens_a_child_and_later_writes_go_there(store: SessionStore) -> None:
@@ -123,9 +124,9 @@ async def test_a_notice_without_the_transcript_changes_nothing(store: SessionSto
     assert store.children(parent.id) == []
 
 
-async def test_the_lease_moves_with_the_session(store: SessionStore, tmp_path: Path) -> None:
+async def test_the_lease_moves_with_the_session(store: SessionStore, backend: Backend) -> None:
     parent = store.create("leased")
-    keeper = LeaseKeeper(tmp_path / "s.sqlite3", interval=3600)
+    keeper = LeaseKeeper(store.db, interval=3600)  # a SQLite file: a connection of its own
     try:
         lease = keeper.acquire(parent.id)
         assert isinstance(lease, Lease)
@@ -146,13 +147,14 @@ async def test_the_lease_moves_with_the_session(store: SessionStore, tmp_path: P
         assert keeper.lease(child) is lease
         assert lease.session_id == child
         assert keeper.acquire(child) is lease  # this kernel holds it already
-        other = LeaseKeeper(tmp_path / "s.sqlite3", interval=3600)
-        try:
-            assert other.acquire(parent.id) is not None  # the parent is free to take
-            held = other.acquire(child)
-            assert not isinstance(held, Lease)  # alive holder: refused, not taken
-        finally:
-            other.close()
+        with backend.store() as another:  # another kernel's
+            other = LeaseKeeper(another.db, interval=3600)
+            try:
+                assert other.acquire(parent.id) is not None  # the parent is free to take
+                held = other.acquire(child)
+                assert not isinstance(held, Lease)  # alive holder: refused, not taken
+            finally:
+                other.close()
         keeper.release(child)
         token = store.db.conn.execute(
             "SELECT lease_token FROM sessions WHERE id = ?", (child,)

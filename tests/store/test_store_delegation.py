@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from store_backend import Backend
 
 from mibyan_jupyter.core.messages import (
     AssistantMessage,
@@ -175,8 +177,9 @@ def test_a_rebuild_that_would_break_a_foreign_key_is_rolled_back(
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> SessionStore:
-    return SessionStore(tmp_path / "s.sqlite3")
+def store(backend: Backend) -> Iterator[SessionStore]:
+    with backend.store() as opened:
+        yield opened
 
 
 def child_of(store: SessionStore, parent: str, goal: str) -> str:

@@ -8,7 +8,9 @@ finished").
   a session): all 2,000 rows are there, in order, and no worker saw any exception
   ("database is locked" included).
 
-The workers are plain scripts in ``store_workers/``. Set ``MIBYAN_FAULT_SEED`` to replay a
+Both run on each backend (tests/store_backend.py): the SQLite file, and the team store
+(PostgreSQL), where the file checks are PostgreSQL's own business and are skipped. The
+workers are plain scripts in ``store_workers/``. Set ``MIBYAN_FAULT_SEED`` to replay a
 failing run's kill schedule (the seed is in every failure message).
 """
 
@@ -21,13 +23,15 @@ import subprocess
 import sys
 import threading
 import time
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from store_backend import Backend
 
 from mibyan_jupyter.core.messages import MESSAGE_ADAPTER, Message
-from mibyan_jupyter.store.db import Database
+from mibyan_jupyter.store.backend import open_database
 from mibyan_jupyter.store.records import insert_session, load_messages
 
 WORKERS = Path(__file__).parent / "store_workers"
@@ -94,9 +98,9 @@ class Worker:
         return found
 
 
-def start_round(path: Path, rng: random.Random) -> list[Worker]:
+def start_round(path: str | Path, rng: random.Random) -> list[Worker]:
     workers = []
-    with Database(path) as db:
+    with closing(open_database(path)) as db:
         sessions = [insert_session(db, model="fake:worker") for _ in range(PER_ROUND)]
     for session_id in sessions:
         by_lines = rng.random() < 0.5
@@ -118,10 +122,11 @@ def start_round(path: Path, rng: random.Random) -> list[Worker]:
     return workers
 
 
-def check_after_kills(path: Path, workers: list[Worker], where: str) -> None:
-    with Database(path) as db:
-        assert db.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok", where
-        assert db.conn.execute("PRAGMA foreign_key_check").fetchall() == [], where
+def check_after_kills(path: str | Path, workers: list[Worker], where: str) -> None:
+    with closing(open_database(path)) as db:
+        if not db.dialect.is_postgres:  # the file itself (PostgreSQL keeps its own)
+            assert db.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok", where
+            assert db.conn.execute("PRAGMA foreign_key_check").fetchall() == [], where
         for number, worker in enumerate(workers):
             tag = f"{where}, worker {number}"
             assert worker.proc.returncode == -signal.SIGKILL, (
@@ -145,11 +150,14 @@ def check_after_kills(path: Path, workers: list[Worker], where: str) -> None:
                 assert stored[seq] == message, f"{tag}: message {seq} differs"
 
 
-def test_kill_9_at_random_points_loses_no_finished_message(tmp_path: Path) -> None:
+def test_kill_9_at_random_points_loses_no_finished_message(
+    tmp_path: Path, backend: Backend
+) -> None:
     rng = random.Random(SEED)
     killed_with_messages = 0
     for round_ in range(ROUNDS):
-        path = tmp_path / f"kill{round_}.sqlite3"
+        # A file per round; on PostgreSQL one database (each round its own sessions).
+        path = backend.target if backend.is_postgres else tmp_path / f"kill{round_}.sqlite3"
         workers = start_round(path, rng)
         ready = threading.Barrier(len(workers))
         threads = [threading.Thread(target=w.drive, args=(ready,)) for w in workers]
@@ -172,9 +180,11 @@ APPENDERS = 4
 EACH = 500
 
 
-def test_four_processes_append_500_messages_each(tmp_path: Path) -> None:
-    path = tmp_path / "busy.sqlite3"
-    with Database(path) as db:
+def test_four_processes_append_500_messages_each(
+    backend: Backend,
+) -> None:
+    path = backend.target
+    with closing(open_database(path)) as db:
         own = [insert_session(db) for _ in range(APPENDERS)]
         shared = insert_session(db)
     procs = []
@@ -208,9 +218,10 @@ def test_four_processes_append_500_messages_each(tmp_path: Path) -> None:
     assert all(out.startswith(f"ok {EACH} ") for out in outputs), outputs
     assert not any("locked" in out for out in outputs), outputs
 
-    with Database(path) as db:
+    with closing(open_database(path)) as db:
         assert db.conn.execute("SELECT count(*) FROM messages").fetchone()[0] == APPENDERS * EACH
-        assert db.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        if not backend.is_postgres:
+            assert db.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         expected_counts = {
             own[0]: EACH // 2,
             own[1]: EACH // 2,

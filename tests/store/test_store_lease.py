@@ -15,14 +15,15 @@ import asyncio
 import os
 import signal
 import socket
-import sqlite3
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from store_backend import Backend
 
 from mibyan_jupyter.core.events import AgentStart, MessageEnd
 from mibyan_jupyter.core.messages import UserMessage
@@ -35,6 +36,8 @@ from mibyan_jupyter.store import (
     Owner,
     SessionStore,
 )
+from mibyan_jupyter.store.backend import open_database
+from mibyan_jupyter.store.conn import StoreDatabase
 from mibyan_jupyter.store.db import LATEST, Database
 from mibyan_jupyter.store.records import insert_session, load_messages, set_status
 from mibyan_jupyter.store.writer import StoreWriter
@@ -43,18 +46,22 @@ WORKERS = Path(__file__).parent / "store_workers"
 
 
 @pytest.fixture
-def path(tmp_path: Path) -> Path:
-    return tmp_path / "sessions.sqlite3"
+def path(backend: Backend) -> str | Path:
+    """The store: a SQLite file, or the team store's URL (tests/store_backend.py)."""
+    return backend.target
 
 
 @pytest.fixture
-def session(path: Path) -> str:
-    with Database(path) as db:
+def session(path: str | Path) -> str:
+    db = open_database(path)
+    try:
         return insert_session(db, title="shared")
+    finally:
+        db.close()
 
 
 @pytest.fixture
-def keepers(path: Path) -> Iterator[list[LeaseKeeper]]:
+def keepers(path: str | Path) -> Iterator[list[LeaseKeeper]]:
     """Two kernels' keepers (one process, two tokens), closed at the end."""
     made = [LeaseKeeper(path, interval=0.05), LeaseKeeper(path, interval=0.05)]
     yield made
@@ -62,10 +69,20 @@ def keepers(path: Path) -> Iterator[list[LeaseKeeper]]:
         keeper.close()
 
 
-def lease_row(path: Path, session_id: str) -> tuple[object, ...]:
-    with sqlite3.connect(path) as conn:
+@contextmanager
+def opened(path: str | Path) -> Iterator[StoreDatabase]:
+    """A connection of its own to the store, as another kernel has."""
+    db = open_database(path)
+    try:
+        yield db
+    finally:
+        db.close()
+
+
+def lease_row(path: str | Path, session_id: str) -> tuple[object, ...]:
+    with opened(path) as db:
         return tuple(
-            conn.execute(
+            db.conn.execute(
                 "SELECT lease_token, lease_pid, lease_host, lease_heartbeat_at FROM sessions"
                 " WHERE id = ?",
                 (session_id,),
@@ -73,8 +90,8 @@ def lease_row(path: Path, session_id: str) -> tuple[object, ...]:
         )
 
 
-def texts(path: Path, session_id: str) -> list[str]:
-    with Database(path) as db:
+def texts(path: str | Path, session_id: str) -> list[str]:
+    with opened(path) as db:
         return [str(m.content) for m in load_messages(db, session_id)]
 
 
@@ -121,10 +138,10 @@ def test_liveness_is_the_heartbeat_age() -> None:
     assert LeaseLiveness().host == socket.gethostname()
 
 
-def test_the_sweep_judges_a_running_session_by_its_lease(path: Path, session: str) -> None:
+def test_the_sweep_judges_a_running_session_by_its_lease(path: str | Path, session: str) -> None:
     """A running session whose kernel process is alive but whose heartbeat stopped (a
     frozen kernel) is interrupted; its heartbeat is the lease's, same process."""
-    with Database(path) as db:
+    with opened(path) as db:
         set_status(db, session, "running")
         db.conn.execute(
             "UPDATE sessions SET lease_token = 't', lease_pid = ?, lease_host = ?,"
@@ -139,7 +156,7 @@ def test_the_sweep_judges_a_running_session_by_its_lease(path: Path, session: st
 
 
 def test_a_free_session_is_taken_and_kept(
-    path: Path, session: str, keepers: list[LeaseKeeper]
+    path: str | Path, session: str, keepers: list[LeaseKeeper]
 ) -> None:
     mine, other = keepers
     lease = mine.acquire(session)
@@ -158,11 +175,11 @@ def test_a_free_session_is_taken_and_kept(
 
 
 def test_a_holder_running_a_turn_keeps_it_even_against_take_over(
-    path: Path, session: str, keepers: list[LeaseKeeper]
+    path: str | Path, session: str, keepers: list[LeaseKeeper]
 ) -> None:
     mine, other = keepers
     assert isinstance(mine.acquire(session), Lease)
-    with Database(path) as db:
+    with opened(path) as db:
         set_status(db, session, "awaiting_approval")
     held = other.acquire(session, take_over=True)
     assert isinstance(held, Holder)
@@ -171,12 +188,12 @@ def test_a_holder_running_a_turn_keeps_it_even_against_take_over(
 
 
 async def test_taking_over_an_idle_holder_fences_its_writes(
-    path: Path, session: str, keepers: list[LeaseKeeper]
+    path: str | Path, session: str, keepers: list[LeaseKeeper]
 ) -> None:
     old_kernel, new_kernel = keepers
     old = old_kernel.acquire(session)
     assert isinstance(old, Lease)
-    with Database(path) as db_old, Database(path) as db_new:
+    with opened(path) as db_old, opened(path) as db_new:
         writer = StoreWriter(db_old, session, fence=old.fence)
         await writer(MessageEnd(message=UserMessage(content="old 0")))
         assert writer.error is None
@@ -198,15 +215,15 @@ async def test_taking_over_an_idle_holder_fences_its_writes(
         await theirs(MessageEnd(message=UserMessage(content="new 1")))
         assert theirs.error is None
     assert texts(path, session) == ["old 0", "new 0", "new 1"]
-    with sqlite3.connect(path) as conn:
-        assert conn.execute("SELECT status FROM sessions").fetchone()[0] == "idle"
+    with opened(path) as db:
+        assert db.conn.execute("SELECT status FROM sessions").fetchone()[0] == "idle"
     await asyncio.sleep(0.2)  # the old kernel's heartbeat finds the lease gone
     assert old_kernel.lease(session) is not None
     assert old_kernel.lease(session).lost_to is not None  # type: ignore[union-attr]
 
 
-def test_a_dead_holder_is_taken_over_without_asking(path: Path, session: str) -> None:
-    with Database(path) as db:
+def test_a_dead_holder_is_taken_over_without_asking(path: str | Path, session: str) -> None:
+    with opened(path) as db:
         set_status(db, session, "running")
         db.conn.execute(
             "UPDATE sessions SET lease_token = 'gone', lease_pid = 4242, lease_host = 'far',"
@@ -225,7 +242,7 @@ def test_a_dead_holder_is_taken_over_without_asking(path: Path, session: str) ->
 
 
 def test_release_and_close_free_the_session(
-    path: Path, session: str, keepers: list[LeaseKeeper]
+    path: str | Path, session: str, keepers: list[LeaseKeeper]
 ) -> None:
     mine, other = keepers
     assert isinstance(mine.acquire(session), Lease)
@@ -240,7 +257,9 @@ def test_release_and_close_free_the_session(
 # -- two real processes ---------------------------------------------------------------------
 
 
-def start(path: Path, session: str, name: str, count: int, *flags: str) -> subprocess.Popen[str]:
+def start(
+    path: str | Path, session: str, name: str, count: int, *flags: str
+) -> subprocess.Popen[str]:
     env = {**os.environ, "MIBYAN_LEASE_HEARTBEAT_S": "0.1", "MIBYAN_LEASE_STALE_S": "1"}
     return subprocess.Popen(
         [
@@ -291,7 +310,9 @@ def assert_not_interleaved(found: list[str], a_wrote: int) -> None:
 
 
 @pytest.mark.slow  # two processes, a take-over, ~2 s
-def test_two_processes_one_takes_over_the_other_stops_writing(path: Path, session: str) -> None:
+def test_two_processes_one_takes_over_the_other_stops_writing(
+    path: str | Path, session: str
+) -> None:
     a_lines: list[str] = []
     a = start(path, session, "A", 400)
     read_until(a, "ready", a_lines)
@@ -317,7 +338,7 @@ def test_two_processes_one_takes_over_the_other_stops_writing(path: Path, sessio
 
 @pytest.mark.slow  # a frozen process taken for dead after 1 s, then woken: ~3 s
 def test_a_frozen_holder_taken_for_dead_wakes_up_and_writes_nothing(
-    path: Path, session: str
+    path: str | Path, session: str
 ) -> None:
     a_lines: list[str] = []
     a = start(path, session, "A", 400, "running")

@@ -8,9 +8,9 @@ import socket
 import subprocess
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
+from store_backend import Backend
 
 from mibyan_jupyter.core import ScriptedModel
 from mibyan_jupyter.store import Owner, ProcessLiveness, SessionStore, resume
@@ -41,8 +41,8 @@ def counting() -> CountingLiveness:
 
 
 @pytest.fixture
-def store(tmp_path: Path, counting: CountingLiveness) -> Iterator[SessionStore]:
-    with SessionStore(tmp_path / "sessions.sqlite3", liveness=counting) as opened:
+def store(backend: Backend, counting: CountingLiveness) -> Iterator[SessionStore]:
+    with backend.store(liveness=counting) as opened:
         yield opened
 
 
@@ -82,12 +82,12 @@ def test_a_running_session_records_this_process_as_owner(store: SessionStore) ->
     assert row.fetchone() == (None, None)
 
 
-def test_the_store_asks_its_liveness_for_every_live_session(tmp_path: Path) -> None:
+def test_the_store_asks_its_liveness_for_every_live_session(backend: Backend) -> None:
     """Another rule (a lease's heartbeat age, next) plugs in without touching the sweep:
     here owners on another host are judged too, which the process probe cannot do."""
     gone = Owner(4242, "other-host")
     liveness = CountingLiveness(dead={gone})
-    with SessionStore(tmp_path / "s.sqlite3", liveness=liveness) as store:
+    with backend.store(liveness=liveness) as store:
         dead, alive, idle = (store.create(t).id for t in ("dead", "alive", "idle"))
         own(store, dead, 4242, "other-host")
         own(store, alive, 4243, "other-host")

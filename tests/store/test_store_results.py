@@ -1,11 +1,13 @@
 """Big tool results kept in full in the session database (migration 0003), paged by id
-through the session's lineage; pins recorded in the session's config. Real SQLite files."""
+through the session's lineage; pins recorded in the session's config. On both backends
+(tests/store_backend.py)."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Iterator
 
 import pytest
+from store_backend import Backend
 
 from mibyan_jupyter.core.events import MessageEnd
 from mibyan_jupyter.core.messages import UserMessage
@@ -19,11 +21,12 @@ BIG = "".join(f"line {i} é😀\n" for i in range(5_000))
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> SessionStore:
-    return SessionStore(tmp_path / "s.sqlite3")
+def store(backend: Backend) -> Iterator[SessionStore]:
+    with backend.store() as opened:
+        yield opened
 
 
-def test_keep_and_page_by_characters(store: SessionStore, tmp_path: Path) -> None:
+def test_keep_and_page_by_characters(store: SessionStore, backend: Backend) -> None:
     info = store.create("big")
     results: ResultStore = SessionResults(store.db, info.id)
     rid = results.keep("c1", "read_file", BIG)
@@ -31,8 +34,8 @@ def test_keep_and_page_by_characters(store: SessionStore, tmp_path: Path) -> Non
     assert results.page(rid, 9, 40) == BIG[9:49]  # characters, not bytes (emoji inside)
     assert results.page(rid, len(BIG) + 5, 10) == ""
     assert results.page("res_unknown", 0, 10) is None
-    # Another process (a new connection) reads it from the file.
-    with SessionStore(tmp_path / "s.sqlite3") as again:
+    # Another process (a new connection) reads it from the database.
+    with backend.store() as again:
         assert SessionResults(again.db, info.id).page(rid, 0, len(BIG)) == BIG
         row = again.db.conn.execute(
             "SELECT call_id, tool_name, chars FROM tool_results WHERE result_id = ?", (rid,)
@@ -89,7 +92,6 @@ def test_pins_are_recorded_in_the_config(store: SessionStore) -> None:
     assert updated.settings.pins == ("Use polars", "Plots in French\ufffd")
     assert updated.settings.tools == "kernel"  # the rest of the config is kept
     assert store.set_pins(info.id, []).settings.pins == ()
-    store.db.conn.execute(
-        "UPDATE sessions SET config = ? WHERE id = ?", ('{"pins": [1, 2]}', info.id)
-    )
+    with store.db.transaction() as conn:
+        conn.execute("UPDATE sessions SET config = ? WHERE id = ?", ('{"pins": [1, 2]}', info.id))
     assert store.get(info.id).settings.pins is None  # a hand-edited wrong type: unrecorded

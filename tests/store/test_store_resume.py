@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 
 import pytest
+from store_backend import Backend
 
 from mibyan_jupyter.core import (
     AssistantMessage,
@@ -36,8 +36,8 @@ from mibyan_jupyter.store.sessions import SessionStore
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[SessionStore]:
-    with SessionStore(tmp_path / "sessions.sqlite3") as opened:
+def store(backend: Backend) -> Iterator[SessionStore]:
+    with backend.store() as opened:
         yield opened
 
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
+from store_backend import Backend
 
 from mibyan_jupyter.core import AssistantMessage, FunctionCall, ToolCall, ToolMessage, UserMessage
 from mibyan_jupyter.core.messages import Message
@@ -25,8 +25,8 @@ from mibyan_jupyter.testing import FakeProviderServer, FakeReply, fake_model
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[SessionStore]:
-    with SessionStore(tmp_path / "sessions.sqlite3") as opened:
+def store(backend: Backend) -> Iterator[SessionStore]:
+    with backend.store() as opened:
         yield opened
 
 
@@ -119,18 +119,18 @@ async def test_bad_utf8_and_lone_surrogates_are_replaced(
     store: SessionStore, client: ProviderClient, fake_provider: FakeProviderServer
 ) -> None:
     session = stored(store)
-    bad_bytes = (
-        b'{"role":"tool","tool_call_id":"c1","name":"run_python","content":"caf\xff \xed\xb3\xbf"}'
-    )
-    sql(store, "UPDATE messages SET data = CAST(? AS TEXT) WHERE seq = 2", bad_bytes)
     escaped = json.dumps({"role": "user", "content": "file \udcff.txt"})  # an older writer
     assert "\\udcff" in escaped
     sql(store, "UPDATE messages SET data = ? WHERE seq = 4", escaped)
-    sql(store, "UPDATE messages SET text = CAST(? AS TEXT) WHERE seq = 4", b"file \xff.txt")
+    if not store.db.dialect.is_postgres:  # PostgreSQL's text cannot hold invalid UTF-8
+        bad_bytes = b'{"role":"tool","tool_call_id":"c1","name":"run_python","content":"caf\xff \xed\xb3\xbf"}'
+        sql(store, "UPDATE messages SET data = CAST(? AS TEXT) WHERE seq = 2", bad_bytes)
+        sql(store, "UPDATE messages SET text = CAST(? AS TEXT) WHERE seq = 4", b"file \xff.txt")
     history = load_history(store, session)
-    assert history.repairs.counts == {"text": 2}
+    assert history.repairs.counts == {"text": 1 if store.db.dialect.is_postgres else 2}
     assert "U+FFFD" in history.repairs.lines()[0]
-    assert history.messages[2].content == "caf\ufffd \ufffd\ufffd\ufffd"
+    if not store.db.dialect.is_postgres:
+        assert history.messages[2].content == "caf\ufffd \ufffd\ufffd\ufffd"
     assert history.messages[4].content == "file \ufffd.txt"
     await next_prompt_completes(store, session, client, fake_provider)
 
@@ -196,11 +196,18 @@ def test_every_kind_at_once_still_resumes(store: SessionStore) -> None:
         store,
         "UPDATE messages SET data = 'garbage', role = 'tool', tool_call_id = NULL WHERE seq = 9",
     )
-    sql(
-        store,
-        "UPDATE messages SET data = CAST(? AS TEXT) WHERE seq = 10",
-        b'{"role":"user","content":"\xc3"}',
-    )
+    if store.db.dialect.is_postgres:  # its text holds no invalid UTF-8: a lone surrogate
+        sql(
+            store,
+            "UPDATE messages SET data = ? WHERE seq = 10",
+            '{"role":"user","content":"\\udcff"}',
+        )
+    else:
+        sql(
+            store,
+            "UPDATE messages SET data = CAST(? AS TEXT) WHERE seq = 10",
+            b'{"role":"user","content":"\xc3"}',
+        )
     history = load_history(store, session)
     check_history(history.messages)
     assert set(history.repairs.counts) >= {"missing_user", "orphan_result", "dropped", "text"}

@@ -88,13 +88,13 @@ def every_kind() -> list[Message]:
 # -- round trip -------------------------------------------------------------------------------
 
 
-def test_every_message_kind_round_trips(store: SessionStore) -> None:
+def test_every_message_kind_round_trips(store: SessionStore, backend: Backend) -> None:
     info = store.create(model="m")
     originals = every_kind()
     for message in originals:
         append_message(store.db, info.id, message)
     assert load_messages(store.db, info.id) == originals
-    reopened = SessionStore(store.db.path)
+    reopened = SessionStore(backend.target)
     try:
         assert load_messages(reopened.db, info.id) == originals
         assert reopened.get(info.id).message_count == len(originals)
@@ -237,10 +237,11 @@ def test_delete_cascades(store: SessionStore) -> None:
         assert _count(store.db, table, gone) == 0
         assert _count(store.db, table, keep) > 0
     assert {hit.session_id for hit in search(store, "plot")} == {keep, child}
-    # the index holds exactly the remaining messages (raises "malformed" otherwise)
-    store.db.conn.execute(
-        "INSERT INTO messages_fts(messages_fts, rank) VALUES ('integrity-check', 1)"
-    )
+    if not store.db.dialect.is_postgres:  # FTS5's own check; PG's index is a column
+        # the index holds exactly the remaining messages (raises "malformed" otherwise)
+        store.db.conn.execute(
+            "INSERT INTO messages_fts(messages_fts, rank) VALUES ('integrity-check', 1)"
+        )
     assert store.get(child).parent_id is None  # the fork keeps its messages, loses the link
     assert store.get(child).message_count == len(every_kind())
 
@@ -329,15 +330,14 @@ def test_dead_owner_becomes_interrupted(store: SessionStore) -> None:
 # -- "always" rules ---------------------------------------------------------------------------
 
 
-def test_always_rules_persist(tmp_path: Path) -> None:
-    path = tmp_path / "s.sqlite3"
-    with SessionStore(path) as first:
+def test_always_rules_persist(backend: Backend) -> None:
+    with backend.store() as first:
         assert first.always_rules() == {}
         policy = ApprovalPolicy(always=first.always_rules(), on_always=first.save_always_rule)
         policy.remember("run_python", True, "always")
         policy.remember("delete_file", False, "always")
         policy.remember("read_file", True, "session")  # not persisted
-    with SessionStore(path) as second:
+    with backend.store() as second:
         rules = second.always_rules()
         assert rules == {"delete_file": False, "run_python": True}
         policy = ApprovalPolicy(always=rules, on_always=second.save_always_rule)
@@ -346,7 +346,7 @@ def test_always_rules_persist(tmp_path: Path) -> None:
         second.save_always_rule("delete_file", True)
         assert second.forget_always_rule("run_python")
         assert not second.forget_always_rule("run_python")
-    with SessionStore(path) as third:
+    with backend.store() as third:
         assert third.always_rules() == {"delete_file": True}
 
 
@@ -363,7 +363,7 @@ def test_secret_names() -> None:
 
 
 def test_secret_from_the_environment_never_reaches_the_file(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     secret = "sk-test-" + "7f3a9c" * 6
     monkeypatch.setenv("OPENAI_API_KEY", secret)
@@ -376,8 +376,7 @@ def test_secret_from_the_environment_never_reaches_the_file(
         "extra": [f"x{secret}y", 3, None, True],
         "system_prompt": "be brief",
     }
-    path = tmp_path / "s.sqlite3"
-    with SessionStore(path) as store:
+    with backend.store() as store:
         info = store.create("t", model="openai:gpt-x", config=config)
         for message in every_kind():
             append_message(store.db, info.id, message)
@@ -390,11 +389,19 @@ def test_secret_from_the_environment_never_reaches_the_file(
             "extra": ["x[redacted]y", 3, None, True],
             "system_prompt": "be brief",
         }
-        files = sorted(tmp_path.glob("s.sqlite3*"))
+        if backend.pg is not None:  # every row of every table, as the server holds it
+            admin = backend.pg.admin()
+            for table in ("sessions", "messages", "tool_calls", "usage_ledger"):
+                rows = admin.execute(f"SELECT t::text FROM mibyan.{table} t").fetchall()
+                assert rows or table in ("tool_calls", "usage_ledger"), table
+                assert not [row for row in rows if secret in row[0]], table
+            return
+        path = Path(backend.target)
+        files = sorted(path.parent.glob(f"{path.name}*"))
         assert Path(f"{path}-wal") in files
         for file in files:
             assert secret.encode() not in file.read_bytes(), file
-    for file in sorted(tmp_path.glob("s.sqlite3*")):
+    for file in sorted(path.parent.glob(f"{path.name}*")):
         assert secret.encode() not in file.read_bytes(), file
 
 

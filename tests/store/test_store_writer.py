@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from store_backend import Backend
 from support import check_each_run
 
 from mibyan_jupyter.core import (
@@ -42,6 +43,8 @@ from mibyan_jupyter.core import (
 )
 from mibyan_jupyter.core.stream import ModelRequest, StreamEvent, StreamFn
 from mibyan_jupyter.core.tools import CANCELLED
+from mibyan_jupyter.store.backend import open_database
+from mibyan_jupyter.store.conn import Conn, StoreDatabase
 from mibyan_jupyter.store.db import Database, StoreError
 from mibyan_jupyter.store.records import insert_session, load_messages
 from mibyan_jupyter.store.writer import StoreWriter, provider_label
@@ -93,17 +96,18 @@ async def slow(seconds: float) -> str:
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> Iterator[Database]:
-    with Database(tmp_path / "sessions.sqlite3") as database:
-        yield database
+def db(backend: Backend) -> Iterator[StoreDatabase]:
+    database = open_database(backend.target)
+    yield database
+    database.close()
 
 
 @pytest.fixture
-def reader(db: Database) -> Iterator[sqlite3.Connection]:
-    """A second connection, as another kernel (or `%agent list`) would see the file."""
-    conn = sqlite3.connect(db.path)
-    yield conn
-    conn.close()
+def reader(backend: Backend, db: StoreDatabase) -> Iterator[Conn]:
+    """A second connection, as another kernel (or `%agent list`) would see the store."""
+    other = open_database(backend.target)
+    yield other.conn
+    other.close()
 
 
 def with_notices(model: StreamFn, notices: dict[int, Sequence[StreamEvent]]) -> StreamFn:
@@ -129,7 +133,7 @@ class StatusProbe:
     """Subscribed after the writer: reads the session's status from another connection
     when chosen events arrive, so what the file says at each moment can be asserted."""
 
-    def __init__(self, reader: sqlite3.Connection, session_id: str) -> None:
+    def __init__(self, reader: Conn, session_id: str) -> None:
         self.reader = reader
         self.session_id = session_id
         self.seen: list[tuple[str, str]] = []
@@ -169,13 +173,26 @@ class UserAtTheButtons:
         return self.answers.pop(0)
 
 
-def tool_rows(reader: sqlite3.Connection) -> dict[str, dict[str, Any]]:
-    reader.row_factory = sqlite3.Row
-    try:
-        rows = reader.execute("SELECT * FROM tool_calls ORDER BY started_at").fetchall()
-    finally:
-        reader.row_factory = None
-    return {row["call_id"]: dict(row) for row in rows}
+TOOL_COLUMNS = (
+    "call_id",
+    "status",
+    "decision",
+    "scope",
+    "decided_by",
+    "reason",
+    "arguments",
+    "requested_at",
+    "decided_at",
+    "started_at",
+    "finished_at",
+)
+
+
+def tool_rows(reader: Conn) -> dict[str, dict[str, Any]]:
+    rows = reader.execute(
+        f"SELECT {', '.join(TOOL_COLUMNS)} FROM tool_calls ORDER BY started_at"
+    ).fetchall()
+    return {row[0]: dict(zip(TOOL_COLUMNS, row, strict=True)) for row in rows}
 
 
 SCRIPT = [
@@ -196,7 +213,9 @@ SCRIPT = [
 ]
 
 
-async def test_a_run_is_recorded_as_it_happens(db: Database, reader: sqlite3.Connection) -> None:
+async def test_a_run_is_recorded_as_it_happens(
+    db: StoreDatabase, reader: Conn, backend: Backend
+) -> None:
     session_id = insert_session(db, title="", model=MODEL)
     probe = StatusProbe(reader, session_id)
     user = UserAtTheButtons(probe, Approved(), Denied("not that file", scope="session"))
@@ -316,6 +335,12 @@ async def test_a_run_is_recorded_as_it_happens(db: Database, reader: sqlite3.Con
     assert latencies[1] >= 3 * 20  # the retries' pauses count: the user waited for them
 
     # Every stored message is in the full-text index once the run has ended.
+    if backend.is_postgres:  # a generated tsvector column: indexed with each row
+        hits = reader.execute(
+            "SELECT count(*) FROM messages WHERE tsv @@ to_tsquery('simple', 'files')"
+        ).fetchone()[0]
+        assert hits >= 2
+        return
     indexed, newest = reader.execute(
         "SELECT (SELECT indexed_upto FROM fts_state), (SELECT max(id) FROM messages)"
     ).fetchone()
@@ -327,7 +352,7 @@ async def test_a_run_is_recorded_as_it_happens(db: Database, reader: sqlite3.Con
 
 
 async def test_a_cancelled_tool_call_is_recorded_as_cancelled(
-    db: Database, reader: sqlite3.Connection
+    db: StoreDatabase, reader: Conn
 ) -> None:
     session_id = insert_session(db, model=MODEL)
     model = ScriptedModel([Reply(calls=[Call("slow", {"seconds": 30}, id="s1")]), "unused"])
@@ -363,12 +388,12 @@ def test_provider_label() -> None:
     assert provider_label(None) is None
 
 
-def test_the_session_must_exist(db: Database) -> None:
+def test_the_session_must_exist(db: StoreDatabase) -> None:
     with pytest.raises(StoreError, match="no session 'nope'"):
         StoreWriter(db, "nope")
 
 
-def test_the_model_for_the_ledger_defaults_to_the_session_row(db: Database) -> None:
+def test_the_model_for_the_ledger_defaults_to_the_session_row(db: StoreDatabase) -> None:
     assert StoreWriter(db, insert_session(db, model="anthropic:claude-x")).model == (
         "anthropic:claude-x"
     )
@@ -385,7 +410,7 @@ TOOL_RUN = [
 
 
 async def run_with_writer(
-    db: Database,
+    db: StoreDatabase,
     session_id: str,
     replies: list[Reply | str],
     sabotage: Callable[[], None] | None = None,
@@ -405,7 +430,7 @@ def writer_logs(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
 
 
 async def test_a_database_closed_under_the_writer(
-    db: Database, caplog: pytest.LogCaptureFixture
+    db: StoreDatabase, caplog: pytest.LogCaptureFixture
 ) -> None:
     session_id = insert_session(db, model=MODEL)
     with caplog.at_level(logging.ERROR):
@@ -420,8 +445,13 @@ async def test_a_database_closed_under_the_writer(
 
 
 async def test_a_full_disk_leaves_a_valid_prefix_and_the_run_goes_on(
-    db: Database, reader: sqlite3.Connection, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
+    with Database(tmp_path / "sessions.sqlite3") as db:  # SQLite's file itself
+        await full_disk_run(db, caplog)
+
+
+async def full_disk_run(db: Database, caplog: pytest.LogCaptureFixture) -> None:
     session_id = insert_session(db, model=MODEL)
     # SQLite's own size cap fails writes exactly as a full disk does (SQLITE_FULL).
     pages = db.conn.execute("PRAGMA page_count").fetchone()[0]
@@ -437,7 +467,9 @@ async def test_a_full_disk_leaves_a_valid_prefix_and_the_run_goes_on(
     assert 0 < len(stored) < len(agent.state.messages)
     assert stored == agent.state.messages[: len(stored)]
     assert writer.last_seq == len(stored) - 1
+    reader = sqlite3.connect(db.path)
     assert reader.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    reader.close()
 
 
 async def test_a_lock_held_beyond_the_retry_window(

@@ -10,6 +10,9 @@ kernel's event loop on the way.
   the same catch-up, and nothing is written out of order meanwhile.
 * A read-only file and a database locked by another process give one clear line naming
   the file and the cause.
+* On the team store (PostgreSQL), the server ending the writer's connections again and
+  again mid-run (``pg_terminate_backend``, as a restart or a network cut does) is a failure
+  that passes ("io"): the writes are kept in order and caught up, none lost or doubled.
 """
 
 from __future__ import annotations
@@ -20,14 +23,18 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from pg_server import PgTestDb
 
 from mibyan_jupyter.core import Agent, Call, Reply, ScriptedModel, tool
 from mibyan_jupyter.store import SessionStore
+from mibyan_jupyter.store.backend import open_database
 from mibyan_jupyter.store.db import Database, StoreError
 from mibyan_jupyter.store.records import insert_session, load_messages
 from mibyan_jupyter.store.writer import StoreWriter
@@ -271,3 +278,85 @@ def test_a_locked_database_gives_one_clear_line(
             f"{path} stayed locked by another process for 0.1 s; nothing was written"
         )
     assert sqlite3.connect(path).execute("SELECT count(*) FROM sessions").fetchone()[0] == 0
+
+
+# -- the team store (PostgreSQL): a lost connection passes ----------------------------------
+
+
+def long_script(turns: int) -> list[Reply]:
+    """``turns`` replies of two tool calls each, then a last answer: ~5 writes a turn."""
+    replies = [
+        Reply(
+            text=f"Step {n}.", calls=[Call("read", {"path": f"a{n}"}), Call("read", {"path": "b"})]
+        )
+        for n in range(turns)
+    ]
+    return [*replies, Reply(text="Done.")]
+
+
+class Terminator:
+    """The server ends every connection of one role, again and again, as a restart or
+    a network cut does, from the superuser's own connection (``pg_terminate_backend``)."""
+
+    def __init__(self, admin: Any, role: str, every: float) -> None:
+        self.admin, self.role, self.every = admin, role, every
+        self.killed = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every):
+            rows = self.admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s",
+                (self.role,),
+            ).fetchall()
+            self.killed += sum(1 for (done,) in rows if done)
+
+    def __enter__(self) -> Terminator:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+
+async def test_connections_terminated_mid_run_are_caught_up_in_order(pg_db: PgTestDb) -> None:
+    user = pg_db.user("kernel")
+    db = open_database(pg_db.url(user.name))
+    try:
+        session_id = insert_session(db, model=MODEL)
+        model = ScriptedModel(long_script(12), chunk_size=4, delay=0.002)
+        agent = Agent(stream_fn=model, model=MODEL, tools=[read])
+        writer = StoreWriter(db, session_id, retry=(0.05,))
+        agent.subscribe(writer)
+        with Terminator(pg_db.admin(), user.name, every=0.03) as terminator:
+            await agent.prompt("read them all")
+        assert agent.state.last_end_reason == "completed"
+        assert writer.drain(timeout=30)
+        assert writer.error is None
+        assert writer.stopped is None
+        assert terminator.killed > 0
+        news = writer.take_news()
+        assert news, "no write ever failed: the terminations missed the writer"
+        assert all(line.startswith("the session store") for line in news)
+        assert news[-1].startswith("the session store recovered")
+        assert "the connection to the server was lost" in news[0]
+        print(f"\n{terminator.killed} connections terminated; the writer said: {news}")
+        stored = load_messages(db, session_id)  # every message, in order, none twice
+        assert stored == agent.state.messages
+        rows = db.conn.execute(
+            "SELECT seq FROM messages WHERE session_id = ? ORDER BY seq", (session_id,)
+        ).fetchall()
+        assert [seq for (seq,) in rows] == list(range(len(agent.state.messages)))
+        calls = db.conn.execute(
+            "SELECT count(*) FROM tool_calls WHERE session_id = ? AND status = 'done'",
+            (session_id,),
+        ).fetchone()[0]
+        assert calls == 24
+        final = db.conn.execute(
+            "SELECT status, end_reason FROM sessions WHERE id = ?", (session_id,)
+        )
+        assert final.fetchone() == ("idle", "completed")
+    finally:
+        db.close()

@@ -51,15 +51,17 @@ AUDIT_WAIT_S = 1.0
 locked database never holds the kernel's event loop longer (docs/architecture.md, "Store")."""
 
 
-def _off_loop(step: Callable[[Conn], None], what: str) -> None:
-    """Run ``step`` in its own transaction on a worker thread; best effort (logged)."""
+def _off_loop(step: Callable[[Conn, str], None], what: str) -> None:
+    """Run ``step`` in its own transaction on a worker thread; best effort (logged). It is
+    given the store's user, whose rows they are (the login role on the team store)."""
     from mibyan_jupyter.jupyter.state import kernel_state
     from mibyan_jupyter.store.db import StoreError
 
     def write() -> None:
         try:
-            with kernel_state().store().db.transaction() as conn:
-                step(conn)
+            db = kernel_state().store().db
+            with db.transaction() as conn:
+                step(conn, db.user)
         except StoreError as error:
             _log.warning("%s was not recorded: %s", what, error)
 
@@ -70,17 +72,19 @@ def _off_loop(step: Callable[[Conn], None], what: str) -> None:
 
 def _write(kind: audit.AuditKind, detail: dict[str, Any], session_id: str | None = None) -> None:
     """One audit row (see :func:`_off_loop`)."""
-    _off_loop(lambda conn: audit.record(conn, kind, detail, session_id=session_id), kind)
+    _off_loop(
+        lambda conn, user: audit.record(conn, kind, detail, session_id=session_id, user=user), kind
+    )
 
 
 def note_policy_change(loaded: LoadedPolicy) -> None:
     """An audit row when the policy files differ from those last recorded here."""
 
-    def step(conn: Conn) -> None:
+    def step(conn: Conn, user: str) -> None:
         last = audit.last_policy_digest(conn)
         if (last or "") != loaded.digest and not (last is None and loaded.policy is None):
             detail = {"digest": loaded.digest, "sources": list(loaded.sources)}
-            audit.record(conn, "policy_change", detail)
+            audit.record(conn, "policy_change", detail, user=user)
 
     _off_loop(step, "the policy change")
 
@@ -160,11 +164,12 @@ def _capped(plan: CellPlan, policy: AdminPolicy) -> CellPlan:
     """The cell's budget under what is left of the user's daily caps; refused when none is."""
     from mibyan_jupyter.jupyter.state import kernel_state
 
-    user = audit.current_user()
+    db = kernel_state().store().db
+    user = db.user  # the login role on the team store (docs/architecture.md, "Admin policy")
     caps = policy.caps_for(user)
     if caps.daily_cost_per_user is None and caps.daily_tokens_per_user is None:
         return plan
-    spent = spent_since(kernel_state().store().db.conn, user, day_start())
+    spent = spent_since(db.conn, user, day_start())
     budget, capped = plan.budget, {}
     for name, cap, used, field in (
         ("cost", caps.daily_cost_per_user, spent.cost, "max_cost"),
@@ -241,6 +246,26 @@ def tell_reviewable(view: AgentView | None, session_id: str | None) -> None:
     if session_id not in _told:
         _told.add(session_id)
         _say(line)
+        if session_id is not None:
+            _remember_reviewable(session_id, line)
+
+
+def _remember_reviewable(session_id: str, line: str) -> None:
+    """Record the line in the session's config, so its exports say it was reviewable
+    (export/render.py ``header``); best effort, off the loop like an audit row."""
+    from mibyan_jupyter.jupyter.state import kernel_state
+    from mibyan_jupyter.store.db import StoreError
+    from mibyan_jupyter.store.records import record_settings
+
+    def write() -> None:
+        try:
+            record_settings(kernel_state().store().db, session_id, {"reviewable": line})
+        except StoreError as error:
+            _log.warning("the reviewable mark was not recorded: %s", error)
+
+    worker = threading.Thread(target=write, name="mibyan-reviewable", daemon=True)
+    worker.start()
+    worker.join(AUDIT_WAIT_S)
 
 
 __all__ = [

@@ -55,9 +55,14 @@ def user_facing(error: Exception) -> Exception:
 
     if isinstance(error, SessionNotFoundError | AmbiguousSessionError):
         return AgentUsageError(f"{error} (list them with %agent sessions)")
-    return AgentStoreError(
-        f"{REDACT(str(error))} (set MIBYAN_DB or c.AgentMagics.db_path to use another file)"
-    )
+    from mibyan_jupyter.jupyter.state import kernel_state
+    from mibyan_jupyter.store.backend import is_team_store
+
+    if is_team_store(kernel_state().store_target()):  # no file to switch to: say what to check
+        hint = "check c.AgentMagics.db_url or MIBYAN_DB_URL, and the role's password in PGPASSFILE"
+    else:
+        hint = "set MIBYAN_DB or c.AgentMagics.db_path to use another file"
+    return AgentStoreError(f"{REDACT(str(error))} ({hint})")
 
 
 async def open_session(state: KernelState, plan: CellPlan, notebook: str | None) -> SessionHandle:

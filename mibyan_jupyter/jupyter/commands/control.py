@@ -121,7 +121,7 @@ def policy(words: list[str]) -> Any:
     )
     from mibyan_jupyter.policy.show import with_admin_policy  # the floors in force
 
-    rows, note = with_admin_policy(rows, note, store.db.conn)
+    rows, note = with_admin_policy(rows, note, store.db.conn, store.db.user)
     return Table(("tool", "decision", "scope"), rows, caption="Approval policy", note=note)
 
 

@@ -28,6 +28,10 @@ class Bundle:
         return self.data
 
 
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
 def session_meta(info: SessionInfo, messages: list[Any]) -> SessionMeta:
     from mibyan_jupyter.core.conversation import total_usage
     from mibyan_jupyter.export.render import SessionMeta
@@ -40,6 +44,7 @@ def session_meta(info: SessionInfo, messages: list[Any]) -> SessionMeta:
         usage=total_usage(messages),
         cost=info.cost,
         notebook_path=info.notebook_path,
+        reviewable=_text(info.config.get("reviewable")),  # the admin policy's line
     )
 
 

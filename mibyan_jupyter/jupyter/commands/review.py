@@ -3,9 +3,10 @@
 Who may: the instructors the admin policy's roster names, for the students of their own
 courses, and only when the policy makes conversations reviewable (students are told so on
 every cell's view). On SQLite this reads what the kernel's database file holds (a shared
-course database, best effort); on a hub the PostgreSQL store is the real answer, where
-row-level security lets an instructor's login role read exactly their students' rows
-(docs/architecture.md, "Admin policy").
+course database, best effort) and the roster is the policy file's; on the PostgreSQL team
+store the roster is the database's (``course_members``) and row-level security lets an
+instructor's login role read exactly their students' rows, so a roster in the kernel's
+environment cannot widen it (docs/architecture.md, "Admin policy", "Instructor review").
 
 ``--export DIR`` writes one student's sessions as Markdown (or notebooks) with an index,
 an "AI use appendix" a grader can read beside the work; it reuses ``%agent export``.
@@ -24,6 +25,7 @@ from mibyan_jupyter.jupyter.state import kernel_state
 from mibyan_jupyter.policy.files import load_policy
 from mibyan_jupyter.policy.model import AdminPolicy
 from mibyan_jupyter.store import audit
+from mibyan_jupyter.store.conn import StoreDatabase
 from mibyan_jupyter.store.scope import EVERYONE
 from mibyan_jupyter.store.usage import ReviewRow, review_rows
 
@@ -40,17 +42,43 @@ def _policy() -> AdminPolicy:
 
 
 def students_of(policy: AdminPolicy, me: str, course: str | None, user: str | None) -> list[str]:
-    """The students ``me`` may review (of ``course``, or of all their courses; ``user``
-    alone when given), or one usage line saying why not."""
-    mine = policy.courses_of(me, "instructors")
+    """The students ``me`` may review by the policy file's roster (SQLite)."""
+    mine = {
+        name: set(policy.courses[name].students) for name in policy.courses_of(me, "instructors")
+    }
+    return pick_students(mine, me, course, user)
+
+
+def roster_of(db: StoreDatabase, me: str) -> dict[str, set[str]]:
+    """The team store's roster as ``me`` may read it: each course ``me`` teaches and its
+    students (``course_members``, synced from the policy by ``mibyan-admin pg
+    sync-roster``; row-level security shows a user their own rows and their students')."""
+    found = db.conn.execute(
+        "SELECT i.course, s.user_name FROM course_members i LEFT JOIN course_members s"
+        " ON s.course = i.course AND s.role = 'student'"
+        " WHERE i.user_name = ? AND i.role = 'instructor'",
+        (me,),
+    )
+    mine: dict[str, set[str]] = {}
+    for course, student in found:
+        mine.setdefault(course, set()).update([student] if student else [])
+    return mine
+
+
+def pick_students(
+    mine: dict[str, set[str]], me: str, course: str | None, user: str | None
+) -> list[str]:
+    """The students of ``mine`` (course -> students ``me`` teaches) to review: of
+    ``course``, or of all; ``user`` alone when given; or one usage line saying why not."""
     if not mine:
         raise AgentUsageError(
             f"only a course's instructors can review, and the roster names {me} in none"
         )
     if course is not None and course not in mine:
-        raise AgentUsageError(f"you are not an instructor of {course!r} (yours: {', '.join(mine)})")
-    courses = [course] if course is not None else mine
-    students = sorted({s for name in courses for s in policy.courses[name].students})
+        yours = ", ".join(sorted(mine))
+        raise AgentUsageError(f"you are not an instructor of {course!r} (yours: {yours})")
+    courses = [course] if course is not None else sorted(mine)
+    students = sorted({s for name in courses for s in mine[name]})
     if user is not None:
         if user not in students:
             raise AgentUsageError(f"{user} is not a student of {', '.join(courses)}")
@@ -79,9 +107,14 @@ def review(words: list[str]) -> Table | Message:
         (("--format",), {"choices": ("md", "ipynb"), "default": "md"}),
         (("--limit",), {"default": "200"}),
     ).parse_args(words)
-    students = students_of(_policy(), audit.current_user(), args.course, args.user)
+    policy, store = _policy(), kernel_state().store()
+    if store.db.dialect.is_postgres:  # the database's roster, for the login role
+        students = pick_students(
+            roster_of(store.db, store.db.user), store.db.user, args.course, args.user
+        )
+    else:
+        students = students_of(policy, audit.current_user(), args.course, args.user)
     since, limit = _since(args.since), count("--limit", args.limit)
-    store = kernel_state().store()
     if args.audit:
         found = audit.rows(store.db.conn, users=students, since=since, limit=limit)
         listed = [

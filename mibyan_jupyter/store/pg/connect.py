@@ -42,6 +42,8 @@ if TYPE_CHECKING:
     from mibyan_jupyter.store.pg.conn import PgConn, Rows
 
 ENV_URL = "MIBYAN_DB_URL"
+TEAM_STORE_LABEL = "the team store ("
+"""How a team store's ``path`` begins (for messages; never opened as a file)."""
 POOL_MIN = 1
 POOL_MAX = 3
 WHERE_CREDENTIALS_GO = (
@@ -181,6 +183,11 @@ def _configure(conn: psycopg.Connection[Any]) -> None:
     from mibyan_jupyter.store.pg.conn import register_plain_numbers
 
     conn.execute(f"SET search_path = {SCHEMA}, pg_catalog")
+    # A kernel frozen inside a transaction (SIGSTOP, a suspended VM) must not hold a
+    # session row locked for good: the server ends it after 30 s, and a writer waiting on
+    # a lock gives up after 10 s with "locked", which its lane keeps and retries.
+    conn.execute("SET lock_timeout = '10s'")
+    conn.execute("SET idle_in_transaction_session_timeout = '30s'")
     register_plain_numbers(conn)
 
 
@@ -197,7 +204,7 @@ class PgDatabase:
     def __init__(self, url: str, *, timeout: float = 10.0) -> None:
         self.params = parse_url(url)
         self.url = url
-        self.path = f"the team store ({describe(self.params)})"
+        self.path = f"{TEAM_STORE_LABEL}{describe(self.params)})"
         """For messages, like the SQLite file's path (never a secret)."""
         self._local = threading.local()
         self.user = ""

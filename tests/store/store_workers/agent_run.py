@@ -10,6 +10,7 @@ store error. The model streams slowly enough that a run of TURNS turns takes sec
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 
 from mibyan_jupyter.core import (
@@ -27,7 +28,8 @@ from mibyan_jupyter.core import (
     tool,
 )
 from mibyan_jupyter.core.messages import MESSAGE_ADAPTER
-from mibyan_jupyter.store.db import Database
+from mibyan_jupyter.store.backend import open_database
+from mibyan_jupyter.store.conn import StoreDatabase
 from mibyan_jupyter.store.writer import StoreWriter
 
 
@@ -73,7 +75,7 @@ def script(turns: int) -> list[Reply]:
     return [*replies, Reply(text="All samples measured and recorded.")]
 
 
-async def run(db: Database, session_id: str, turns: int) -> int:
+async def run(db: StoreDatabase, session_id: str, turns: int) -> int:
     model = ScriptedModel(script(turns), chunk_size=12, delay=0.002, record=False)
     agent = Agent(
         stream_fn=model,
@@ -101,7 +103,7 @@ async def run(db: Database, session_id: str, turns: int) -> int:
 
 def main() -> int:
     path, session_id, turns = sys.argv[1], sys.argv[2], int(sys.argv[3])
-    with Database(path) as db:
+    with contextlib.closing(open_database(path)) as db:  # a file or a team store URL
         print("ready", flush=True)
         sys.stdin.readline()
         return asyncio.run(run(db, session_id, turns))

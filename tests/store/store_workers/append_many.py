@@ -9,12 +9,13 @@ prints ``ok <count> <seconds> <slowest append in ms>``.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 import traceback
 
 from mibyan_jupyter.core.messages import AssistantMessage, Message, UserMessage
-from mibyan_jupyter.store.db import Database
+from mibyan_jupyter.store.backend import open_database
 from mibyan_jupyter.store.records import append_message
 
 
@@ -27,7 +28,7 @@ def main() -> int:
     path, worker, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     sessions = sys.argv[4:]
     try:
-        with Database(path) as db:
+        with contextlib.closing(open_database(path)) as db:  # a file or a team store URL
             print("ready", flush=True)
             sys.stdin.readline()
             began = slowest = time.perf_counter()

@@ -17,12 +17,13 @@ import sys
 
 from mibyan_jupyter.core.events import AgentStart, MessageEnd
 from mibyan_jupyter.core.messages import UserMessage
-from mibyan_jupyter.store.db import Database
+from mibyan_jupyter.store.backend import open_database
+from mibyan_jupyter.store.conn import StoreDatabase
 from mibyan_jupyter.store.lease import Lease, LeaseKeeper
 from mibyan_jupyter.store.writer import StoreWriter
 
 
-async def write(db: Database, lease: Lease, name: str, count: int, running: bool) -> None:
+async def write(db: StoreDatabase, lease: Lease, name: str, count: int, running: bool) -> None:
     writer = StoreWriter(db, lease.session_id, fence=lease.fence)
     if running:
         await writer(AgentStart())
@@ -45,10 +46,13 @@ def main() -> int:
         if not isinstance(got, Lease):
             print(f"held {got.describe()} busy={got.busy}", flush=True)
             return 0
-        with Database(path) as db:
+        db = open_database(path)  # a SQLite file or a team store URL: a pool of its own
+        try:
             print("ready", flush=True)
             sys.stdin.readline()
             asyncio.run(write(db, got, name, count, "running" in flags))
+        finally:
+            db.close()
     finally:
         print("end", flush=True)
         keeper.close()

@@ -1,0 +1,5 @@
+-- mibyan-jupyter session store (SQLite), schema 7: nothing changes in SQLite.
+-- Schema numbers are shared with the PostgreSQL migrations (the same number means the same
+-- schema on both); PostgreSQL's 0007 re-plans its search function, which SQLite (FTS5, no
+-- functions) does not have (docs/architecture.md, "The team store (PostgreSQL)").
+-- Append-only: never edit a released migration.

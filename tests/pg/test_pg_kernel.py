@@ -1,0 +1,109 @@
+"""A real kernel on the PostgreSQL team store, as a student's login role.
+
+``MIBYAN_DB_URL`` names the team store (no password: the session's PGPASSFILE holds it,
+as a hub's spawner provides one); the kernel's ``%%agent`` cell stores its session there,
+``%agent sessions`` and ``%agent status`` say so, and a second kernel resumes it with
+``--session last`` on the session's model, not the one configured (docs/architecture.md,
+"The team store (PostgreSQL)"). What the database holds is read as the superuser.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "jupyter"))
+from kernel_driver import Execution, KernelDriver
+from pg_server import PgTestDb
+from policy_support import policy_folder, write_policy
+
+pytestmark = [pytest.mark.kernel, pytest.mark.slow, pytest.mark.timeout(180)]
+
+
+def ok(execution: Execution) -> str:
+    assert (execution.reply or {}).get("status") == "ok", (execution.reply, execution.text())
+    return execution.text()
+
+
+def start(workdir: Path, url: str, policy: Path | None = None) -> KernelDriver:
+    env = {"MIBYAN_DB_URL": url, "JUPYTERHUB_USER": "someone-else"}
+    if policy is not None:
+        env["MIBYAN_POLICY"] = str(policy)
+    driver = KernelDriver(workdir, env=env)
+    ok(driver.run("%load_ext mibyan_jupyter"))
+    return driver
+
+
+@pytest.fixture
+def kernels(tmp_path: Path) -> Iterator[list[KernelDriver]]:
+    started: list[KernelDriver] = []
+    try:
+        yield started
+    finally:
+        for driver in started:
+            driver.close()
+
+
+def test_a_students_kernel_keeps_its_sessions_in_the_team_store(
+    pg_db: PgTestDb, tmp_path: Path, kernels: list[KernelDriver]
+) -> None:
+    student = pg_db.user("ada", course="cs1")
+    url = pg_db.url(student.name)
+    assert student.password not in url
+    with policy_folder() as policy:
+        write_policy(policy, "[review]\nreviewable = true\n")
+        first = start(tmp_path, url, policy)
+        kernels.append(first)
+        ok(first.run("%%agent --model demo --tools none\nHello from the team store.", timeout=60))
+    rows = pg_db.admin().execute("SELECT id, user_name, model, config FROM mibyan.sessions")
+    ((session, owner, model, config),) = rows.fetchall()
+    # The login role, not the JUPYTERHUB_USER the environment claims.
+    assert (owner, model) == (student.name, "demo")
+    assert "your instructors can review" in json.loads(config)["reviewable"]
+    trail = pg_db.admin().execute("SELECT user_name, kind FROM mibyan.audit").fetchall()
+    assert trail == [(student.name, "policy_change")]
+    texts = pg_db.admin().execute(
+        "SELECT text FROM mibyan.messages WHERE session_id = %s ORDER BY seq", (session,)
+    )
+    assert any("Hello from the team store." in (t or "") for (t,) in texts)
+    listed = ok(first.run("%agent sessions"))
+    assert session[:8] in listed
+    status = ok(first.run("%agent status"))
+    assert "the team store" in status
+    assert student.password not in status
+    assert not (tmp_path / "sessions.sqlite3").exists()  # nothing went to SQLite
+
+    first.close()  # a restart: the lease is given back, so the next kernel resumes, not forks
+    kernels.remove(first)
+    second = start(tmp_path, url)
+    kernels.append(second)
+    ok(second.run("%config AgentMagics.model = 'openai:gpt-4o-mini'"))
+    ok(second.run("%%agent --session last --tools none\nAnd once more.", timeout=60))
+    again = pg_db.admin().execute("SELECT id, model FROM mibyan.sessions").fetchall()
+    assert again == [(session, "demo")]
+    count = pg_db.admin().execute(
+        "SELECT count(*) FROM mibyan.messages WHERE session_id = %s AND role = 'user'", (session,)
+    )
+    assert count.fetchone()[0] == 2
+    assert session[:8] in ok(second.run("%agent status"))
+
+
+def test_a_team_store_that_refuses_is_one_line_without_the_password(
+    pg_db: PgTestDb, tmp_path: Path, kernels: list[KernelDriver]
+) -> None:
+    """A role the server does not know: the cell fails with one line naming the team store."""
+    url = pg_db.url("nobody_here")
+    driver = start(tmp_path, url)
+    kernels.append(driver)
+    execution = driver.run("%%agent --model demo --tools none\nHello.", timeout=60)
+    text = execution.text()
+    lines = [line for line in text.splitlines() if "team store" in line]
+    assert len(lines) == 1, text
+    assert "nobody_here" in lines[0]
+    assert "MIBYAN_DB_URL" in lines[0]
+    assert "Traceback" not in text
+    assert not (tmp_path / "sessions.sqlite3").exists()
