@@ -11,8 +11,12 @@
   same run: ``resume_ratio_vs_openai_agents`` (goal, issue 10: <= 0.3).
 * fts_100k: a full-text query over 100,000 messages (bm25-ranked, with snippets).
 * export_1k: a 1,000-message session exported as a validated notebook.
-* pg_*: the PostgreSQL team store side by side, in the same run (bench/_pg_store.py says
-  what each times; goal, issue 14: pg_append_ms <= 1 ms over a unix socket, 0 rows lost).
+* fts_rare_100k_ms: the same search for a word in 2 of the 100,000 messages.
+* writer_append_ms, concurrent_20x200_s, lost_rows: the append as a ``StoreWriter`` makes
+  it, and 20 processes x 200 turns through ``StoreWriter`` on one file (bench/_pg_store.py).
+* pg_*: the PostgreSQL team store side by side, in the same run, through the same store
+  API on the same data sizes (bench/_pg_store.py says what each times; goal, issue 14:
+  pg_append_ms <= 1 ms over a unix socket, 0 rows lost).
 
 Goals (issue 4): append <= 0.6x openai-agents; resume_10k <= 30 ms; fts_100k <= 50 ms;
 export_1k <= 200 ms. The last line is one JSON object.
@@ -35,6 +39,7 @@ from typing import Any
 # on their path too (it is not when a child's path is rebuilt from the interpreter's).
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _pg_store import RARE, corpus, sqlite_figures
 from _pg_store import figures as pg_figures
 
 from mibyan_jupyter.core.messages import (
@@ -206,15 +211,13 @@ def best_ms(fn: Callable[[], object], repeat: int) -> float:
     return min(times)
 
 
-def resume_figures(folder: Path, repeat: int) -> dict[str, float | None]:
-    """A 10,000-message session resumed as ``%agent resume`` does (typed, repaired, with
-    the report), and openai-agents' untyped ``get_items`` of the same messages."""
-    from mibyan_jupyter.core.fakes import ScriptedModel
-    from mibyan_jupyter.store.resume import load_history, resume_agent
+def resumable(db: Any) -> tuple[Callable[[], object], Any, Any]:
+    """A 10,000-message session in ``db`` (either backend), and its resume as ``%agent
+    resume`` reads it (typed, repaired, with the report); also its store and info."""
+    from mibyan_jupyter.store.resume import load_history
     from mibyan_jupyter.store.session_queries import by_id
     from mibyan_jupyter.store.sessions import SessionStore
 
-    db = Database(folder / "resume.sqlite3")
     session = insert_session(db, title="resume")
     fill(db, session, sample_messages(10_000))
     store, info = SessionStore(db), by_id(db, session)
@@ -224,6 +227,18 @@ def resume_figures(folder: Path, repeat: int) -> dict[str, float | None]:
         assert len(history.messages) == 10_000
         assert not history.repairs
         return history
+
+    return resume, store, info
+
+
+def resume_figures(folder: Path, repeat: int) -> dict[str, float | None]:
+    """A 10,000-message session resumed as ``%agent resume`` does, and openai-agents'
+    untyped ``get_items`` of the same messages."""
+    from mibyan_jupyter.core.fakes import ScriptedModel
+    from mibyan_jupyter.store.resume import resume_agent
+
+    db = Database(folder / "resume.sqlite3")
+    resume, store, info = resumable(db)
 
     def resume_an_agent() -> object:  # the same, plus the Agent's own check of it
         return resume_agent(store, info, stream_fn=ScriptedModel([]))
@@ -277,23 +292,14 @@ def main() -> None:
         figures.update(resume_figures(folder, args.repeat))
 
         db = Database(folder / "fts.sqlite3")
-        messages = sample_messages(100_000)
+        messages = corpus(sample_messages)
         for part in range(10):
             session = insert_session(db, title=f"fts {part}")
             fill(db, session, messages[part * 10_000 : (part + 1) * 10_000])
-        try:
-            from mibyan_jupyter.store.search import search
+        from mibyan_jupyter.store.search import search
 
-            def query() -> object:
-                return search(db, "dataframe summarise", limit=20)
-        except ImportError:
-
-            def query() -> object:
-                return db.conn.execute(
-                    "SELECT rowid, snippet(messages_fts, 0, '[', ']', '…', 12) FROM messages_fts"
-                    " WHERE messages_fts MATCH ? ORDER BY bm25(messages_fts) LIMIT 20",
-                    ('"dataframe" "summarise"',),
-                ).fetchall()
+        def query() -> object:
+            return search(db, "dataframe summarise", limit=20)
 
         from mibyan_jupyter.store.records import index_pending
 
@@ -305,8 +311,12 @@ def main() -> None:
         assert isinstance(hits, list)
         assert len(hits) == 20, len(hits)
         figures["fts_100k_ms"] = round(best_ms(query, args.repeat), 2)
+        figures["fts_rare_100k_ms"] = round(
+            best_ms(lambda: search(db, RARE, limit=20), args.repeat), 2
+        )
         print(f"FTS over 100,000 messages: {figures['fts_100k_ms']} ms")
         db.close()
+        figures.update(sqlite_figures(folder, ONE, args.appends))
 
     try:
         from mibyan_jupyter.export.notebook import SessionMeta, export_notebook
@@ -320,7 +330,7 @@ def main() -> None:
         print(f"export 1,000 messages: {figures['export_1k_ms']} ms")
     except ImportError:
         figures["export_1k_ms"] = None
-    figures.update(pg_figures(sample_messages, args.appends, args.repeat))
+    figures.update(pg_figures(sample_messages, fill, resumable, args.appends, args.repeat))
     print(json.dumps(figures))
 
 

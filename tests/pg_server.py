@@ -30,7 +30,7 @@ from typing import Any
 
 import pytest
 
-from mibyan_jupyter.testing.pg_cluster import PgCluster, PgUnavailable
+from mibyan_jupyter.testing.pg_cluster import PgCluster, PgUnavailable, passfile_in_environment
 
 TEMPLATE = "mibyan_template"
 _NUMBERS = itertools.count()
@@ -57,9 +57,6 @@ def pg_cluster() -> Iterator[PgCluster]:
             pytest.fail(f"make test installs PostgreSQL (MIBYAN_NO_SKIP=1), yet {missing}")
         pytest.skip(str(missing))
     cluster.start()
-    _PASSFILE.touch(mode=0o600)
-    before = os.environ.get("PGPASSFILE")
-    os.environ["PGPASSFILE"] = str(_PASSFILE)
     try:
         from mibyan_jupyter.store.pg import migrate
 
@@ -67,12 +64,9 @@ def pg_cluster() -> Iterator[PgCluster]:
             conn.execute(f"CREATE DATABASE {TEMPLATE}")
         with psycopg.connect(cluster.conninfo(TEMPLATE), autocommit=True) as conn:
             migrate(conn)
-        yield cluster
+        with passfile_in_environment(_PASSFILE):
+            yield cluster
     finally:
-        if before is None:
-            os.environ.pop("PGPASSFILE", None)
-        else:
-            os.environ["PGPASSFILE"] = before
         cluster.stop()
 
 

@@ -19,6 +19,7 @@ start it through this one recipe (docs/architecture.md, "Store"):
 from __future__ import annotations
 
 import atexit
+import contextlib
 import ctypes
 import glob
 import os
@@ -27,6 +28,7 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -170,3 +172,21 @@ class PgCluster:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+@contextlib.contextmanager
+def passfile_in_environment(passfile: Path) -> Iterator[Path]:
+    """``PGPASSFILE`` names ``passfile`` (made empty, mode 0600, when missing) while the
+    block runs, then is what it was: the passwords of the server's login roles go there,
+    as a hub hands each user theirs, so no URL ever holds one and the kernels, workers and
+    subprocesses started meanwhile inherit it."""
+    passfile.touch(mode=0o600)
+    before = os.environ.get("PGPASSFILE")
+    os.environ["PGPASSFILE"] = str(passfile)
+    try:
+        yield passfile
+    finally:
+        if before is None:
+            os.environ.pop("PGPASSFILE", None)
+        else:
+            os.environ["PGPASSFILE"] = before
