@@ -45,8 +45,10 @@ typecheck: $(VENV)/.installed
 
 # MIBYAN_NO_SKIP=1: what these targets install (the built extension, tsc, Chromium, PostgreSQL) must be
 # there; a test that would skip for want of it fails instead.
+# Two pytest-xdist workers (each with its own throwaway PostgreSQL): the store suite runs on
+# both backends, and serially the whole suite would pass the ~15-minute budget.
 pytest: $(VENV)/.installed labextension ipykernel6-venvs postgres
-	MIBYAN_NO_SKIP=1 $(VENV)/bin/pytest -m "not browser and not dist"
+	MIBYAN_NO_SKIP=1 $(VENV)/bin/pytest -n 2 -m "not browser and not dist"
 
 pytest-browser: $(VENV)/.installed labextension chromium ipykernel6-venvs
 	MIBYAN_NO_SKIP=1 $(VENV)/bin/pytest -m browser tests/browser

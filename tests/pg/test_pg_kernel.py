@@ -107,3 +107,60 @@ def test_a_team_store_that_refuses_is_one_line_without_the_password(
     assert "MIBYAN_DB_URL" in lines[0]
     assert "Traceback" not in text
     assert not (tmp_path / "sessions.sqlite3").exists()
+
+
+def _stored(pg_db: PgTestDb, session: str) -> list[tuple[int, str]]:
+    rows = pg_db.admin().execute(
+        "SELECT seq, role FROM mibyan.messages WHERE session_id = %s ORDER BY seq", (session,)
+    )
+    return [(int(seq), str(role)) for seq, role in rows.fetchall()]
+
+
+@pytest.mark.parametrize("seed", [3, 11, 29])
+def test_a_kernel_killed_at_a_random_point_resumes_in_the_next(
+    pg_db: PgTestDb, tmp_path: Path, kernels: list[KernelDriver], seed: int
+) -> None:
+    """SIGKILL of a real kernel while its second turn streams (a point drawn from the seed,
+    anywhere from just after the cell starts to near its end), then a new kernel: the team
+    store held every finished message with no gap, the next kernel takes the dead one's
+    lease (it does not fork) and continues the same session, and the transcript it stored
+    loads through the store's own resume."""
+    import os
+    import random
+    import signal
+    import time
+
+    from mibyan_jupyter.store.resume import load_history
+    from mibyan_jupyter.store.sessions import SessionStore
+
+    student = pg_db.user("kim")
+    url = pg_db.url(student.name)
+    first = start(tmp_path, url)
+    kernels.append(first)
+    ok(first.run("%%agent --model demo --tools none\nFirst question.", timeout=60))
+    ((session,),) = pg_db.admin().execute("SELECT id FROM mibyan.sessions").fetchall()
+    before = _stored(pg_db, session)
+    first.execute("%%agent --model demo-slow --session last --tools none\nA long story, please.")
+    first.wait(lambda: len(first.comm_messages) >= 1, 30, "the second turn to start")
+    time.sleep(random.Random(seed).uniform(0.05, 2.5))  # the kill point itself, not a wait
+    process = first.manager.provisioner.process  # type: ignore[union-attr]
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait(timeout=10)  # reaped, as the Jupyter server reaps a dead kernel
+    first.client.stop_channels()
+    kernels.remove(first)
+
+    kept = _stored(pg_db, session)
+    assert kept[: len(before)] == before
+    assert [seq for seq, _ in kept] == list(range(len(kept)))  # no gap, nothing half-written
+    second = start(tmp_path, url)
+    kernels.append(second)
+    ok(second.run("%%agent --model demo --session last --tools none\nAnd now?", timeout=60))
+    assert pg_db.admin().execute("SELECT count(*) FROM mibyan.sessions").fetchone() == (1,)
+    after = _stored(pg_db, session)
+    assert after[: len(kept)] == kept
+    assert [seq for seq, _ in after] == list(range(len(after)))
+    assert after[-1][1] == "assistant"
+    with SessionStore(url) as store:
+        history = load_history(store, store.get(session))
+    assert [m.role for m in history.messages][-2:] == ["user", "assistant"]
+    assert sum(m.role == "user" for m in history.messages) >= 2
