@@ -24,10 +24,12 @@ import {
   renameWithDialog,
   resumeHere
 } from './panelActions';
-import { API_LIMIT_MAX, IHit, IListing, ISession, listSessions } from './panelApi';
+import { IHit, IListing, ISession } from './panelApi';
 import { SessionDetails } from './panelDetails';
+import { SEARCH_MAX, courseOffered, fetchListing } from './panelFetch';
 import { SessionList } from './panelList';
-import { anyActive, groupByLineage, hitsBySession } from './panelModel';
+import { anyActive, groupByLineage, hitsBySession, isOthers } from './panelModel';
+import { ViewSwitch } from './panelViews';
 
 export const PANEL_ID = 'mibyan-sessions-panel';
 export const OPEN_PANEL_COMMAND = 'mibyan:open-sessions-panel';
@@ -36,35 +38,6 @@ export const POLL_MS = 3000;
 const SEARCH_DEBOUNCE_MS = 300;
 /** How many sessions (or a search's hits) one "Load more" adds. */
 export const PAGE_SIZE = 100;
-/** A search has no offset in the API: it grows by its `limit`, up to the API's most. */
-const SEARCH_MAX = API_LIMIT_MAX;
-
-/**
- * The first `want` sessions (or a search's first `want` hits), fetched from offset 0 in as
- * many pages as the API's limit needs. Every refresh fetches them all again, so a poll sees a
- * session that moved between pages, and lineage groups are formed over the whole list.
- */
-async function fetchListing(query: string, want: number): Promise<IListing> {
-  if (query.trim()) {
-    return listSessions(query, Math.min(want, SEARCH_MAX));
-  }
-  const first = await listSessions('', Math.min(want, API_LIMIT_MAX), 0);
-  const sessions = [...first.sessions];
-  while (sessions.length < want && sessions.length < (first.total ?? 0)) {
-    const page = await listSessions(
-      '',
-      Math.min(want - sessions.length, API_LIMIT_MAX),
-      sessions.length
-    );
-    if (page.sessions.length === 0) {
-      break;
-    }
-    sessions.push(...page.sessions);
-  }
-  // A session updated between two pages' requests moves up and may come twice: keep it once.
-  const unique = new Map(sessions.map(s => [s.id, s]));
-  return { sessions: [...unique.values()], hits: [], total: first.total };
-}
 
 function plural(count: number, noun: string): string {
   return `${count} ${noun}${count === 1 ? '' : 's'}`;
@@ -106,9 +79,21 @@ export class SessionsPanel extends Widget {
     this.status = document.createElement('div');
     this.status.className = 'mibyan-sp-status';
     this.status.setAttribute('aria-live', 'polite');
+    this.views = new ViewSwitch(view => {
+      this.want = PAGE_SIZE;
+      this.selected = null;
+      this.sessions = []; // a failed fetch must not leave the other view's list up
+      this.hits = [];
+      this.search.hidden = view === 'course'; // the API searches the user's own messages
+      void this.refresh();
+    });
     this.list = new SessionList({
       select: session => this.select(session),
-      open: session => void this.act(() => openTranscript(app, sanitizer, session)),
+      // A student's session is the server's to refuse: the Course view only shows details.
+      open: session =>
+        isOthers(session)
+          ? this.select(session)
+          : void this.act(() => openTranscript(app, sanitizer, session)),
       more: () => {
         this.want += PAGE_SIZE;
         void this.refresh();
@@ -128,15 +113,30 @@ export class SessionsPanel extends Widget {
           }
         })
     });
-    this.node.append(header, this.search, this.status, this.list.node, this.details.node);
+    this.node.append(
+      header,
+      this.views.node,
+      this.search,
+      this.status,
+      this.list.node,
+      this.details.node
+    );
   }
 
   /** Fetch the list (or the search's hits) again and redraw. */
   async refresh(): Promise<void> {
     const ticket = ++this.ticket;
-    const query = this.search.value;
+    const view = this.views.view;
+    const query = view === 'course' ? '' : this.search.value;
     try {
-      const listing = await fetchListing(query, this.want);
+      if (this.offered === null) {
+        this.offered = await courseOffered();
+        this.views.offer(this.offered === true);
+        if (this.views.view !== view) {
+          return; // offer() switched back to the own sessions and refreshes for it
+        }
+      }
+      const listing = await fetchListing(view, query, this.want);
       if (ticket !== this.ticket || this.isDisposed) {
         return; // a newer refresh is on its way
       }
@@ -147,6 +147,7 @@ export class SessionsPanel extends Widget {
         ? `${plural(listing.hits.length, 'matching message')} in ` +
           plural(listing.sessions.length, 'session')
         : plural(listing.total ?? listing.sessions.length, 'session') +
+          (view === 'course' ? ' of your students' : '') +
           (this.more === null ? '' : `, newest ${listing.sessions.length} shown`);
       this.status.classList.remove('mibyan-sp-error');
     } catch (error) {
@@ -156,11 +157,15 @@ export class SessionsPanel extends Widget {
       this.status.textContent = `Could not load the sessions: ${errorText(error)}`;
       this.status.classList.add('mibyan-sp-error');
     }
-    const empty = query.trim() ? 'No session mentions that.' : 'No sessions yet.';
+    const empty = query.trim()
+      ? 'No session mentions that.'
+      : view === 'course'
+        ? 'None of your students’ sessions yet.'
+        : 'No sessions yet.';
     const selected = this.sessions.find(s => s.id === this.selected?.id) ?? null;
     this.selected = selected;
     // A poll that finds nothing new leaves the DOM alone: no flicker, no click lost mid-way.
-    const shown = JSON.stringify([query, this.sessions, this.hits, this.more, selected?.id]);
+    const shown = JSON.stringify([view, query, this.sessions, this.hits, this.more, selected?.id]);
     if (shown !== this.shown) {
       this.shown = shown;
       this.list.render(groupByLineage(this.sessions), selected?.id ?? null, empty, {
@@ -238,6 +243,7 @@ export class SessionsPanel extends Widget {
     }
   }
 
+  private readonly views: ViewSwitch;
   private readonly search: HTMLInputElement;
   private readonly status: HTMLElement;
   private readonly list: SessionList;
@@ -248,6 +254,8 @@ export class SessionsPanel extends Widget {
   /** How many sessions (or hits) the list holds: grows by a page with each "Load more". */
   private want = PAGE_SIZE;
   private selected: ISession | null = null;
+  /** Whether the server offers the Course view; null until it said (asked on refresh). */
+  private offered: boolean | null = null;
   private ticket = 0;
   private shown = '';
   private pollTimer: ReturnType<typeof setTimeout> | undefined;

@@ -30,6 +30,8 @@ export interface ISession {
   link_kind: LinkKind;
   root_id: string;
   leased: boolean;
+  /** Whose session it is: set (from the listing's `owners`) in the Course view only. */
+  owner?: string;
 }
 
 /** One search hit: where in which session the words were found. */
@@ -111,6 +113,27 @@ export async function listSessions(query: string, limit = 100, offset = 0): Prom
     : `?limit=${limit}&offset=${offset}`;
   const body = await json<{ sessions: ISession[]; hits?: IHit[]; total?: number }>(params);
   return { sessions: body.sessions, hits: body.hits ?? [], total: body.total ?? null };
+}
+
+/** `scope=course`: others' sessions the login role may read (an instructor's students'). */
+export interface ICourseListing extends IListing {
+  /** The role instructs a course (the roster says so), whether or not it has sessions. */
+  instructs: boolean;
+}
+
+/**
+ * A page of the sessions of the server user's students (team store only: on SQLite the
+ * server answers 400), each with its `owner` filled in from the answer's `owners`.
+ */
+export async function listCourse(limit = 100, offset = 0): Promise<ICourseListing> {
+  const body = await json<{
+    sessions: ISession[];
+    total: number;
+    owners: Record<string, string>;
+    instructs: boolean;
+  }>(`?scope=course&limit=${limit}&offset=${offset}`);
+  const sessions = body.sessions.map(s => ({ ...s, owner: body.owners[s.id] ?? '' }));
+  return { sessions, hits: [], total: body.total, instructs: body.instructs === true };
 }
 
 /** The read-only transcript's HTML (sanitized by the server's renderer). */

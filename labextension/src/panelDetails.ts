@@ -4,9 +4,12 @@
  * One action bar for the selected session keeps the narrow panel readable and the tab order
  * short (list, then these buttons). A button that cannot act says why in its tooltip and in a
  * visible line (a leased session's Delete), because a disabled button alone explains nothing.
+ * A student's session in an instructor's Course view gets no buttons at all: the sessions API
+ * serves only the server user's own sessions by id, so each would fail; its details and a
+ * line on where to read it are all the panel offers (docs/architecture.md, "Admin policy").
  */
 import { ISession } from './panelApi';
-import { deleteBlocked, formatCost, formatWhen, statusBadge } from './panelModel';
+import { deleteBlocked, formatCost, formatWhen, isOthers, statusBadge } from './panelModel';
 
 export interface IDetailsActions {
   open(session: ISession): Promise<void>;
@@ -34,7 +37,7 @@ export class SessionDetails {
     this.show(null);
   }
 
-  /** Show the session (or the hint to pick one). */
+  /** Show the session (or the hint to pick one); another user's has no actions. */
   show(session: ISession | null): void {
     const sameSession = session !== null && session.id === this.session?.id;
     const kept = sameSession ? this.noteLine?.textContent ?? '' : '';
@@ -55,6 +58,10 @@ export class SessionDetails {
       ),
       line('mibyan-sp-d-notebook', session.notebook ?? 'no notebook')
     );
+    if (isOthers(session)) {
+      this.showReadOnly(session);
+      return;
+    }
     const bar = document.createElement('div');
     bar.className = 'mibyan-sp-actions';
     bar.setAttribute('role', 'toolbar');
@@ -86,6 +93,20 @@ export class SessionDetails {
     this.noteLine = line('mibyan-sp-includes', kept);
     this.noteLine.setAttribute('aria-live', 'polite');
     this.node.appendChild(this.noteLine);
+  }
+
+  /** Whose session it is, and that it is read here only: no action bar. */
+  private showReadOnly(session: ISession): void {
+    const owner = session.owner || 'another user';
+    this.node.prepend(line('mibyan-sp-d-owner', owner));
+    this.node.appendChild(
+      line(
+        'mibyan-sp-readonly',
+        `Read-only: ${owner}’s session. In a notebook, %agent review --user ${owner} ` +
+          '--export DIR writes their sessions out to read.'
+      )
+    );
+    this.noteLine = null;
   }
 
   /** A line under the buttons: what an export includes, or why an action failed. */

@@ -13,6 +13,7 @@ import {
   IGroup,
   formatCost,
   formatWhen,
+  isOthers,
   linkLabel,
   notebookLabel,
   statusBadge
@@ -146,6 +147,10 @@ export class SessionList {
       'mibyan-sp-meta',
       [session.model, formatCost(session.cost), notebookLabel(session.notebook)].join(' · ')
     );
+    if (isOthers(session)) {
+      // The Course view: whose session it is leads the line (a login role: plain text).
+      meta.prepend(span('mibyan-sp-owner', session.owner || 'unknown'), ' · ');
+    }
     const when = span('mibyan-sp-when', formatWhen(session.updated_at));
     item.title = `${session.title}\n${session.id}\n${session.notebook ?? 'no notebook'}`;
     item.setAttribute(

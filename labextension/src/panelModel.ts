@@ -95,6 +95,15 @@ export function formatWhen(seconds: number, now: number = Date.now()): string {
   return date.toLocaleDateString(undefined, { year: 'numeric', month: 'short', day: 'numeric' });
 }
 
+/**
+ * Whether the session is another user's (an instructor's student's, in the Course view): the
+ * listing names its owner only there. The panel offers no action on it, since the sessions
+ * API serves only the server user's own sessions by id.
+ */
+export function isOthers(session: ISession): boolean {
+  return session.owner !== undefined;
+}
+
 /** Why a session cannot be deleted now, or null when it can. */
 export function deleteBlocked(session: ISession): string | null {
   if (session.leased) {

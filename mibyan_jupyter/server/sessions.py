@@ -20,6 +20,7 @@ from typing import cast, get_args
 
 from mibyan_jupyter.server.errors import ApiError, bad_request
 from mibyan_jupyter.server.shapes import (
+    CourseListJSON,
     ForkJSON,
     HitJSON,
     LinkKind,
@@ -94,13 +95,6 @@ def list_sessions(store: SessionStore, *, limit: int, offset: int) -> SessionLis
     return {"sessions": session_json(store, infos), "total": total}
 
 
-class CourseListJSON(SessionListJSON):
-    """``scope=course``: the students' sessions an instructor may read, and whose each is."""
-
-    owners: dict[str, str]
-    """Session id -> the student (login role) it belongs to."""
-
-
 def course_sessions(store: SessionStore, *, limit: int, offset: int) -> CourseListJSON:
     """One page of the sessions of others the reader may see: on the team store, an
     instructor's students' (row-level security's ``review`` policy, from the database's
@@ -121,7 +115,16 @@ def course_sessions(store: SessionStore, *, limit: int, offset: int) -> CourseLi
             f"SELECT id, user_name FROM sessions WHERE id IN ({marks})", ids
         )
         owners = {row[0]: row[1] for row in found}
-    return {"sessions": session_json(store, infos), "total": total, "owners": owners}
+    teaches = store.db.conn.execute(
+        "SELECT 1 FROM course_members WHERE user_name = ? AND role = 'instructor' LIMIT 1",
+        (store.db.user,),
+    ).fetchone()
+    return {
+        "sessions": session_json(store, infos),
+        "total": total,
+        "owners": owners,
+        "instructs": teaches is not None,
+    }
 
 
 def search_sessions(store: SessionStore, text: str, *, limit: int) -> SearchJSON:

@@ -49,6 +49,18 @@ class SessionListJSON(TypedDict):
     total: int
 
 
+class CourseListJSON(SessionListJSON):
+    """``scope=course`` (team store only): the sessions of others row-level security lets
+    the server's login role read (an instructor's students'), whose each is, and whether
+    the role instructs a course at all, so the panel offers its Course view only to an
+    instructor (docs/architecture.md, "Admin policy")."""
+
+    owners: dict[str, str]
+    """Session id -> the student (login role) it belongs to."""
+    instructs: bool
+    """The role is an instructor of some course in the roster (even with no sessions yet)."""
+
+
 class HitJSON(TypedDict):
     session_id: str
     seq: int

@@ -15,8 +15,7 @@ import httpx
 import pytest
 from pg_server import PgTestDb
 
-from mibyan_jupyter.server.sessions import CourseListJSON
-from mibyan_jupyter.server.shapes import SessionListJSON
+from mibyan_jupyter.server.shapes import CourseListJSON, SessionListJSON
 from mibyan_jupyter.store import SessionStore
 
 from .api_server import ApiServer
@@ -62,6 +61,7 @@ def test_the_panel_lists_own_sessions_and_an_instructors_students(
         listed = shaped(CourseListJSON, course.json())
         assert [s["id"] for s in listed["sessions"]] == [adas]
         assert listed["owners"] == {adas: ada.name}
+        assert listed["instructs"] is True  # the panel's Course view is offered
         assert listed["total"] == 1
         assert "cat's sketch" not in course.text
         assert ivy.password not in course.text
@@ -69,7 +69,7 @@ def test_the_panel_lists_own_sessions_and_an_instructors_students(
         own = shaped(SessionListJSON, api.get("/sessions").json())
         assert [s["id"] for s in own["sessions"]] == [adas]
         none = shaped(CourseListJSON, api.get("/sessions?scope=course").json())
-        assert none == {"sessions": [], "total": 0, "owners": {}}
+        assert none == {"sessions": [], "total": 0, "owners": {}, "instructs": False}
         error(api.get(f"/sessions/{mine}"), 404, "not_found")
 
 
@@ -87,3 +87,15 @@ def test_a_team_store_that_refuses_is_one_store_line(pg_db: PgTestDb, tmp_path: 
         assert "the team store" in said
         assert "nobody_here" in said
         error(api.get("/sessions"), 500, "store")  # tried again, the same line
+
+
+def test_an_instructor_whose_students_wrote_nothing_yet_is_told_so(
+    pg_db: PgTestDb, tmp_path: Path
+) -> None:
+    """``instructs`` comes from the roster, not from the sessions found: an instructor is
+    offered the Course view (empty) before any student of theirs ran the agent."""
+    una = pg_db.user("una", course="cs2", role="instructor")
+    pg_db.user("bob", course="cs2")
+    with server_for(tmp_path, pg_db.url(una.name)) as api:
+        listed = shaped(CourseListJSON, api.get("/sessions?scope=course").json())
+        assert listed == {"sessions": [], "total": 0, "owners": {}, "instructs": True}
