@@ -50,7 +50,7 @@ typecheck: $(VENV)/.installed
 pytest: $(VENV)/.installed labextension ipykernel6-venvs postgres
 	MIBYAN_NO_SKIP=1 $(VENV)/bin/pytest -n 2 -m "not browser and not dist"
 
-pytest-browser: $(VENV)/.installed labextension chromium ipykernel6-venvs
+pytest-browser: $(VENV)/.installed labextension chromium ipykernel6-venvs postgres
 	MIBYAN_NO_SKIP=1 $(VENV)/bin/pytest -m browser tests/browser
 
 chromium:

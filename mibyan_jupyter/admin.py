@@ -26,8 +26,9 @@ from typing import Any
 
 from mibyan_jupyter.policy.admin_cli import add_purge, run_purge
 from mibyan_jupyter.store.files import StoreError
-from mibyan_jupyter.store.pg.connect import ENV_URL, database_url, parse_url, scrub
+from mibyan_jupyter.store.pg.connect import ENV_URL, database_url, parse_url
 from mibyan_jupyter.store.pg.schema import APP_ROLE, LATEST, ROLES, SCHEMA, migrate
+from mibyan_jupyter.store.pg.scrub import scrub
 
 
 def build_parser() -> argparse.ArgumentParser:

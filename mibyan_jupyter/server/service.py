@@ -69,7 +69,7 @@ class StoreService:
             for name in modules:
                 importlib.import_module(name)
             from mibyan_jupyter.store.files import default_path
-            from mibyan_jupyter.store.pg.connect import scrub
+            from mibyan_jupyter.store.pg.scrub import scrub
 
             return scrub(self.url) if self.url else str(self.path or default_path())
 

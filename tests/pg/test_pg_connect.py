@@ -18,8 +18,8 @@ from mibyan_jupyter.store.pg.connect import (
     PgDatabase,
     database_url,
     parse_url,
-    scrub,
 )
+from mibyan_jupyter.store.pg.scrub import scrub
 
 
 def _open_as(db: PgTestDb, user: PgUser, monkeypatch: pytest.MonkeyPatch) -> PgDatabase:

@@ -146,8 +146,8 @@ def test_a_kernel_killed_at_a_random_point_resumes_in_the_next(
     process = first.manager.provisioner.process  # type: ignore[union-attr]
     os.kill(process.pid, signal.SIGKILL)
     process.wait(timeout=10)  # reaped, as the Jupyter server reaps a dead kernel
-    first.client.stop_channels()
     kernels.remove(first)
+    first.close()  # its channels, sockets and connection file (the process is gone)
 
     kept = _stored(pg_db, session)
     assert kept[: len(before)] == before

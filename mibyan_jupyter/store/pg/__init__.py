@@ -8,8 +8,9 @@ Needs the ``postgres`` extra (``pip install mibyan-jupyter[postgres]``); psycopg
 only inside the functions that use it.
 """
 
-from mibyan_jupyter.store.pg.connect import ENV_URL, PgDatabase, database_url, parse_url, scrub
+from mibyan_jupyter.store.pg.connect import ENV_URL, PgDatabase, database_url, parse_url
 from mibyan_jupyter.store.pg.schema import LATEST, migrate, pg_migrations
+from mibyan_jupyter.store.pg.scrub import scrub
 
 __all__ = [
     "ENV_URL",

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from mibyan_jupyter.store.files import FailureKind, StoreError
-from mibyan_jupyter.store.pg.connect import scrub
+from mibyan_jupyter.store.pg.scrub import scrub
 
 if TYPE_CHECKING:
     import psycopg

@@ -26,7 +26,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import re
 import threading
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
@@ -34,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from mibyan_jupyter.store.dialect import POSTGRES, Dialect
 from mibyan_jupyter.store.files import StoreError
 from mibyan_jupyter.store.pg.schema import ADMIN_ROLE, APP_ROLE, LATEST, OWNER_ROLE, SCHEMA
+from mibyan_jupyter.store.pg.scrub import scrub
 
 if TYPE_CHECKING:
     import psycopg
@@ -50,28 +50,12 @@ WHERE_CREDENTIALS_GO = (
     "put the password in PGPASSWORD, in ~/.pgpass (or the file PGPASSFILE names), "
     "or in a libpq service file (PGSERVICE)"
 )
-_SECRET_PATTERNS = (
-    re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE),
-    re.compile(r"(postgres(?:ql)?://[^:/@\s]*:)([^@\s]*)(@)", re.IGNORECASE),
-    re.compile(r"([?&]password=)([^&\s]*)", re.IGNORECASE),
-)
 
 
 def database_url(configured: str | None = None) -> str | None:
     """The team store's URL: the configured one (``c.AgentMagics.db_url``), else
     ``MIBYAN_DB_URL``; ``None`` when neither is set (the SQLite store is used)."""
     return configured or os.environ.get(ENV_URL) or None
-
-
-def scrub(text: str) -> str:
-    """``text`` with every password in it replaced by ``***``: ``password=`` pairs, the
-    password part of a URL, and the value of ``PGPASSWORD`` wherever it appears."""
-    for pattern in _SECRET_PATTERNS:
-        text = pattern.sub(lambda m: m[1] + "***" + (m[3] if m.lastindex == 3 else ""), text)
-    secret = os.environ.get("PGPASSWORD")
-    if secret:
-        text = text.replace(secret, "***")
-    return text
 
 
 def parse_url(url: str) -> dict[str, str]:
