@@ -26,12 +26,10 @@ Safety rules, each one tested:
 from __future__ import annotations
 
 import contextlib
-import re
 import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
-from importlib import resources
 from pathlib import Path
 from typing import Literal
 
@@ -44,6 +42,7 @@ from mibyan_jupyter.store.files import (
     check_file,
     count_open,
     default_path,
+    numbered_migrations,
     write_failure,
 )
 from mibyan_jupyter.store.netfs import warn_if_network
@@ -62,17 +61,8 @@ __all__ = [
 
 
 def migrations() -> list[tuple[int, str, str]]:
-    """(number, name, sql) of every bundled migration, in order."""
-    found = []
-    for entry in resources.files("mibyan_jupyter.store.migrations").iterdir():
-        match = re.fullmatch(r"(\d{4})_(\w+)\.sql", entry.name)
-        if match:
-            found.append((int(match[1]), match[2], entry.read_text(encoding="utf-8")))
-    found.sort()
-    numbers = [number for number, _, _ in found]
-    if numbers != list(range(1, len(found) + 1)):
-        raise StoreError(f"migrations are not numbered 1..n: {numbers}")
-    return found
+    """(number, name, sql) of every bundled SQLite migration, in order."""
+    return numbered_migrations()
 
 
 LATEST = len(migrations())

@@ -17,7 +17,9 @@ that is easy to break by accident:
 from __future__ import annotations
 
 import os
+import re
 import threading
+from importlib import resources
 from pathlib import Path
 from typing import Literal
 
@@ -126,3 +128,20 @@ def count_open(path: Path, change: int) -> None:
             _OPEN[key] = count
         else:
             _OPEN.pop(key, None)
+
+
+def numbered_migrations(folder: str = "") -> list[tuple[int, str, str]]:
+    """(number, name, sql) of every ``NNNN_name.sql`` bundled in
+    ``mibyan_jupyter/store/migrations/`` (SQLite's) or its ``folder`` (``"pg"``), in
+    order; refuses a set not numbered 1..n (a gap would skip a schema change)."""
+    base = resources.files("mibyan_jupyter.store.migrations")
+    found = []
+    for entry in (base.joinpath(folder) if folder else base).iterdir():
+        match = re.fullmatch(r"(\d{4})_(\w+)\.sql", entry.name)
+        if match:
+            found.append((int(match[1]), match[2], entry.read_text(encoding="utf-8")))
+    found.sort()
+    numbers = [number for number, _, _ in found]
+    if numbers != list(range(1, len(found) + 1)):
+        raise StoreError(f"{folder or 'SQLite'} migrations are not numbered 1..n: {numbers}")
+    return found

@@ -15,10 +15,10 @@ each number.
 
 from __future__ import annotations
 
-import re
 import time
-from importlib import resources
 from typing import TYPE_CHECKING
+
+from mibyan_jupyter.store.files import numbered_migrations
 
 if TYPE_CHECKING:
     import psycopg
@@ -33,17 +33,7 @@ _LOCK_KEY = 0x6D696279  # "miby": the advisory lock of a migration, per database
 
 def pg_migrations() -> list[tuple[int, str, str]]:
     """(number, name, sql) of every bundled PostgreSQL migration, in order."""
-    folder = resources.files("mibyan_jupyter.store.migrations").joinpath("pg")
-    found = []
-    for entry in folder.iterdir():
-        match = re.fullmatch(r"(\d{4})_(\w+)\.sql", entry.name)
-        if match:
-            found.append((int(match[1]), match[2], entry.read_text(encoding="utf-8")))
-    found.sort()
-    numbers = [number for number, _, _ in found]
-    if numbers != list(range(1, len(found) + 1)):
-        raise RuntimeError(f"PostgreSQL migrations are not numbered 1..n: {numbers}")
-    return found
+    return numbered_migrations("pg")
 
 
 LATEST = len(pg_migrations())
