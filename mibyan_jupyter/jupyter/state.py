@@ -127,7 +127,7 @@ class KernelState:
         the Jupyter data dir). A URL is the PostgreSQL team store, as the login role the
         passfile or the hub's environment gives (docs/architecture.md, "The team store
         (PostgreSQL)"); the URL never holds a password (refused when it is set)."""
-        from mibyan_jupyter.store.pg.connect import database_url
+        from mibyan_jupyter.store.files import database_url
 
         configured = getattr(self.defaults, "db_url", "") if self.defaults else ""
         if configured:

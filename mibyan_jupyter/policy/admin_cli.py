@@ -51,7 +51,7 @@ def run_purge(args: argparse.Namespace, connect: Callable[[str], Any] | None = N
     own connection, as for ``mibyan-admin pg``), else a SQLite file."""
     from mibyan_jupyter.store.backend import is_team_store
     from mibyan_jupyter.store.db import Database, default_path
-    from mibyan_jupyter.store.pg.connect import database_url
+    from mibyan_jupyter.store.files import database_url
     from mibyan_jupyter.store.usage import purge_older_than
 
     days = _days(args)

@@ -45,7 +45,7 @@ class StoreService:
 
     def __init__(self, path: str | Path | None = None, *, lock_wait: float = LOCK_WAIT_S) -> None:
         from mibyan_jupyter.store.backend import is_team_store
-        from mibyan_jupyter.store.pg.connect import database_url
+        from mibyan_jupyter.store.files import database_url
 
         self.url = str(path) if is_team_store(path) else None if path else database_url()
         """The team store's URL (never a password: connect refuses one), else ``None``."""

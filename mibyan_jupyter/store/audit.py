@@ -24,7 +24,6 @@ from typing import Any, Literal
 
 from mibyan_jupyter.secrets import REDACT
 from mibyan_jupyter.store.conn import Conn
-from mibyan_jupyter.store.dialect import SQLITE, Dialect
 
 AuditKind = Literal["approval", "policy_denial", "cap_hit", "exam_refusal", "policy_change"]
 USER_ENV = "JUPYTERHUB_USER"
@@ -62,15 +61,6 @@ def tag_new_sessions(conn: Conn, user: str | None = None) -> None:
         f" WHEN new.user_name IS NULL BEGIN UPDATE sessions SET user_name = '{name}'"
         " WHERE id = new.id; END"
     )
-
-
-def has_audit(conn: Conn, dialect: Dialect = SQLITE) -> bool:
-    """Whether the audit table exists (a SQLite file before schema 6 has none; the team
-    store's connect refuses a schema older than this version's, so it always has one)."""
-    if dialect.is_postgres:
-        return True
-    found = conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='audit'")
-    return found.fetchone() is not None
 
 
 def record(

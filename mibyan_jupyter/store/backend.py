@@ -10,12 +10,10 @@ a SQLite user never needs it (docs/architecture.md, "The team store (PostgreSQL)
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from mibyan_jupyter.store.conn import StoreDatabase
-from mibyan_jupyter.store.files import StoreError
-from mibyan_jupyter.store.pg.connect import ENV_URL, TEAM_STORE_LABEL, PgDatabase
+from mibyan_jupyter.store.files import ENV_URL, TEAM_STORE_LABEL, StoreError, database_url
 
 URL_SCHEMES = ("postgresql://", "postgres://")
 
@@ -28,7 +26,7 @@ def is_team_store(target: object) -> bool:
 def open_database(target: str | Path | None = None) -> StoreDatabase:
     """The database ``target`` names (see the module docstring), open and checked."""
     if target is None:
-        target = os.environ.get(ENV_URL) or None
+        target = database_url()
     if isinstance(target, str) and target.startswith(TEAM_STORE_LABEL):
         raise StoreError(  # a PgDatabase's path: it names the team store, it is not a file
             f"{target} is the team store's description, not a file: pass its URL "
@@ -36,6 +34,8 @@ def open_database(target: str | Path | None = None) -> StoreDatabase:
         )
     if is_team_store(target):
         assert isinstance(target, str)
+        from mibyan_jupyter.store.pg.connect import PgDatabase  # only for a URL
+
         try:
             return PgDatabase(target)
         except ImportError:  # psycopg missing: the extra is not installed

@@ -25,6 +25,17 @@ from typing import Literal
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 ENV_PATH = "MIBYAN_DB"
+ENV_URL = "MIBYAN_DB_URL"
+"""The team store's URL (store/backend.py); here, beside the file's, so choosing a store
+imports nothing of the PostgreSQL side until a URL is opened."""
+TEAM_STORE_LABEL = "the team store ("
+"""How a team store's ``path`` begins (for messages; never opened as a file)."""
+
+
+def database_url(configured: str | None = None) -> str | None:
+    """The team store's URL: the configured one (``c.AgentMagics.db_url``), else
+    ``MIBYAN_DB_URL``; ``None`` when neither is set (the SQLite store is used)."""
+    return configured or os.environ.get(ENV_URL) or None
 
 
 def default_path() -> Path:

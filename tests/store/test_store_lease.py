@@ -19,7 +19,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -37,7 +37,6 @@ from mibyan_jupyter.store import (
     SessionStore,
 )
 from mibyan_jupyter.store.backend import open_database
-from mibyan_jupyter.store.conn import StoreDatabase
 from mibyan_jupyter.store.db import LATEST, Database
 from mibyan_jupyter.store.records import insert_session, load_messages, set_status
 from mibyan_jupyter.store.writer import StoreWriter
@@ -69,18 +68,8 @@ def keepers(path: str | Path) -> Iterator[list[LeaseKeeper]]:
         keeper.close()
 
 
-@contextmanager
-def opened(path: str | Path) -> Iterator[StoreDatabase]:
-    """A connection of its own to the store, as another kernel has."""
-    db = open_database(path)
-    try:
-        yield db
-    finally:
-        db.close()
-
-
 def lease_row(path: str | Path, session_id: str) -> tuple[object, ...]:
-    with opened(path) as db:
+    with closing(open_database(path)) as db:
         return tuple(
             db.conn.execute(
                 "SELECT lease_token, lease_pid, lease_host, lease_heartbeat_at FROM sessions"
@@ -91,7 +80,7 @@ def lease_row(path: str | Path, session_id: str) -> tuple[object, ...]:
 
 
 def texts(path: str | Path, session_id: str) -> list[str]:
-    with opened(path) as db:
+    with closing(open_database(path)) as db:
         return [str(m.content) for m in load_messages(db, session_id)]
 
 
@@ -141,7 +130,7 @@ def test_liveness_is_the_heartbeat_age() -> None:
 def test_the_sweep_judges_a_running_session_by_its_lease(path: str | Path, session: str) -> None:
     """A running session whose kernel process is alive but whose heartbeat stopped (a
     frozen kernel) is interrupted; its heartbeat is the lease's, same process."""
-    with opened(path) as db:
+    with closing(open_database(path)) as db:
         set_status(db, session, "running")
         db.conn.execute(
             "UPDATE sessions SET lease_token = 't', lease_pid = ?, lease_host = ?,"
@@ -179,7 +168,7 @@ def test_a_holder_running_a_turn_keeps_it_even_against_take_over(
 ) -> None:
     mine, other = keepers
     assert isinstance(mine.acquire(session), Lease)
-    with opened(path) as db:
+    with closing(open_database(path)) as db:
         set_status(db, session, "awaiting_approval")
     held = other.acquire(session, take_over=True)
     assert isinstance(held, Holder)
@@ -193,7 +182,7 @@ async def test_taking_over_an_idle_holder_fences_its_writes(
     old_kernel, new_kernel = keepers
     old = old_kernel.acquire(session)
     assert isinstance(old, Lease)
-    with opened(path) as db_old, opened(path) as db_new:
+    with closing(open_database(path)) as db_old, closing(open_database(path)) as db_new:
         writer = StoreWriter(db_old, session, fence=old.fence)
         await writer(MessageEnd(message=UserMessage(content="old 0")))
         assert writer.error is None
@@ -215,7 +204,7 @@ async def test_taking_over_an_idle_holder_fences_its_writes(
         await theirs(MessageEnd(message=UserMessage(content="new 1")))
         assert theirs.error is None
     assert texts(path, session) == ["old 0", "new 0", "new 1"]
-    with opened(path) as db:
+    with closing(open_database(path)) as db:
         assert db.conn.execute("SELECT status FROM sessions").fetchone()[0] == "idle"
     await asyncio.sleep(0.2)  # the old kernel's heartbeat finds the lease gone
     assert old_kernel.lease(session) is not None
@@ -223,7 +212,7 @@ async def test_taking_over_an_idle_holder_fences_its_writes(
 
 
 def test_a_dead_holder_is_taken_over_without_asking(path: str | Path, session: str) -> None:
-    with opened(path) as db:
+    with closing(open_database(path)) as db:
         set_status(db, session, "running")
         db.conn.execute(
             "UPDATE sessions SET lease_token = 'gone', lease_pid = 4242, lease_host = 'far',"

@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -44,18 +44,8 @@ def db(backend: Backend) -> Iterator[StoreDatabase]:
     database.close()
 
 
-@contextmanager
-def opened(path: str | Path) -> Iterator[StoreDatabase]:
-    """A connection of its own to the store, as another kernel has."""
-    db = open_database(path)
-    try:
-        yield db
-    finally:
-        db.close()
-
-
 def texts(path: str | Path, session_id: str) -> list[str]:
-    with opened(path) as db:
+    with closing(open_database(path)) as db:
         return [str(m.content) for m in load_messages(db, session_id)]
 
 
@@ -78,7 +68,7 @@ def wait_for_lock_waiter(admin: Any, database: str, timeout: float = 10.0) -> No
 def pg_store(pg_db: PgTestDb) -> tuple[PgTestDb, str, str]:
     """A team store with one student's session: (the database, its URL, the session)."""
     url = pg_db.url(pg_db.user("kernel").name)
-    with opened(url) as db:
+    with closing(open_database(url)) as db:
         session_id = insert_session(db, title="shared")
     return pg_db, url, session_id
 
@@ -88,7 +78,7 @@ async def test_a_take_over_in_flight_makes_the_old_writers_next_write_wait_and_f
 ) -> None:
     pg, url, session_id = pg_store
     old_kernel = LeaseKeeper(url, interval=60)
-    with opened(url) as db_old, opened(url) as db_new:
+    with closing(open_database(url)) as db_old, closing(open_database(url)) as db_new:
         new_kernel = LeaseKeeper(db_new, interval=60)  # shares db_new's pool
         try:
             old = old_kernel.acquire(session_id)
@@ -116,7 +106,7 @@ async def test_a_write_in_flight_makes_the_take_over_wait_and_see_it(
     pg, url, session_id = pg_store
     old_kernel, new_kernel = LeaseKeeper(url, interval=60), LeaseKeeper(url, interval=60)
     inside, release = threading.Event(), threading.Event()
-    with opened(url) as db_old:
+    with closing(open_database(url)) as db_old:
         try:
             old = old_kernel.acquire(session_id)
             assert isinstance(old, Lease)

@@ -25,13 +25,14 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import threading
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from mibyan_jupyter.store.dialect import POSTGRES, Dialect
-from mibyan_jupyter.store.files import StoreError
+from mibyan_jupyter.store.files import ENV_URL as ENV_URL
+from mibyan_jupyter.store.files import TEAM_STORE_LABEL, StoreError
+from mibyan_jupyter.store.files import database_url as database_url
 from mibyan_jupyter.store.pg.schema import ADMIN_ROLE, APP_ROLE, LATEST, OWNER_ROLE, SCHEMA
 from mibyan_jupyter.store.pg.scrub import scrub
 
@@ -41,21 +42,12 @@ if TYPE_CHECKING:
 
     from mibyan_jupyter.store.pg.conn import PgConn, Rows
 
-ENV_URL = "MIBYAN_DB_URL"
-TEAM_STORE_LABEL = "the team store ("
-"""How a team store's ``path`` begins (for messages; never opened as a file)."""
 POOL_MIN = 1
 POOL_MAX = 3
 WHERE_CREDENTIALS_GO = (
     "put the password in PGPASSWORD, in ~/.pgpass (or the file PGPASSFILE names), "
     "or in a libpq service file (PGSERVICE)"
 )
-
-
-def database_url(configured: str | None = None) -> str | None:
-    """The team store's URL: the configured one (``c.AgentMagics.db_url``), else
-    ``MIBYAN_DB_URL``; ``None`` when neither is set (the SQLite store is used)."""
-    return configured or os.environ.get(ENV_URL) or None
 
 
 def parse_url(url: str) -> dict[str, str]:
